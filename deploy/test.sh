@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs dpstream's whole test suite: starts the project's own Apache Kafka
+# broker (KRaft, 127.0.0.1:9092, fetched from Maven Central on first use) so
+# that the broker integration tests run too, then runs every Go test, and a
+# short fixed-time fuzz of the input decoder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -x deploy/kafka/kafka.sh ]; then
+  deploy/kafka/kafka.sh start
+  export DPSTREAM_TEST_BROKERS="${DPSTREAM_TEST_BROKERS:-127.0.0.1:9092}"
+fi
+
+go vet ./...
+go test -count=1 -timeout 20m ./...
+
+# Fuzz targets: a short, fixed budget each (longer runs are done by hand).
+for target in $(go test -list '^Fuzz' ./schema 2>/dev/null | grep '^Fuzz' || true); do
+  go test -run '^$' -fuzz "^${target}\$" -fuzztime 20s ./schema
+done

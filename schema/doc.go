@@ -1,0 +1,3 @@
+// Package schema decodes input events and encodes and decodes the release
+// messages that dpstream publishes.
+package schema
