@@ -1,0 +1,126 @@
+package operator
+
+// Helpers for the tests that need a real Kafka broker (files
+// *_kafka_test.go). They skip, with a message saying how to run them, when
+// DPSTREAM_TEST_BROKERS is unset or the broker does not answer.
+// deploy/test.sh (and so CI) starts the project's broker and sets it.
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/schema"
+)
+
+// testBrokers returns the brokers of DPSTREAM_TEST_BROKERS or skips.
+func testBrokers(t testing.TB) []string {
+	t.Helper()
+	env := os.Getenv("DPSTREAM_TEST_BROKERS")
+	if env == "" {
+		t.Skip("DPSTREAM_TEST_BROKERS is not set: run deploy/kafka/kafka.sh start and export DPSTREAM_TEST_BROKERS=127.0.0.1:9092 (deploy/test.sh does both)")
+	}
+	brokers := strings.Split(env, ",")
+	conn, err := net.DialTimeout("tcp", brokers[0], 3*time.Second)
+	if err != nil {
+		t.Skipf("DPSTREAM_TEST_BROKERS=%s does not accept connections (%v): start it with deploy/kafka/kafka.sh start", env, err)
+	}
+	conn.Close()
+	return brokers
+}
+
+// uniqueName returns prefix plus a random suffix, for topics and groups
+// that no earlier test run used.
+func uniqueName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return prefix + "-" + hex.EncodeToString(b[:])
+}
+
+func testClients(t testing.TB, brokers []string) *clients {
+	t.Helper()
+	c, err := newClients(KafkaConfig{Brokers: brokers, ClientID: "dpstream-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	return c
+}
+
+// createTopic creates a topic with n partitions.
+func createTopic(t testing.TB, c *clients, name string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.createTopics(ctx, n, nil, name); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the metadata shows every partition.
+	for ctx.Err() == nil {
+		if ps, err := c.partitions(ctx, name); err == nil && len(ps[name]) == n {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("topic %s did not appear", name)
+}
+
+// produce writes msgs to topic (key-hashed partitioning), all acknowledged.
+func produce(t testing.TB, brokers []string, topic string, msgs []kafka.Message) {
+	t.Helper()
+	w := &kafka.Writer{
+		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 5000,
+	}
+	defer w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatalf("producing %d messages to %s: %v", len(msgs), topic, err)
+	}
+}
+
+// readAll returns every message of topic up to its current end.
+func readAll(t testing.TB, c *clients, topic string) []kafka.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out []kafka.Message
+	if err := c.scanTopic(ctx, topic, nil, func(m kafka.Message) error {
+		out = append(out, m)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readReleases decodes every message of the output topic with the exported
+// decoder, failing on any that does not decode or whose key differs.
+func readReleases(t testing.TB, c *clients, topic string) (map[string]schema.Release, map[string][]byte) {
+	t.Helper()
+	rels := map[string]schema.Release{}
+	raw := map[string][]byte{}
+	for _, m := range readAll(t, c, topic) {
+		r, err := schema.DecodeRelease(m.Value)
+		if err != nil {
+			t.Fatalf("output message at offset %d does not decode: %v", m.Offset, err)
+		}
+		if r.Key() != string(m.Key) {
+			t.Fatalf("message key %q differs from the release's key %q", m.Key, r.Key())
+		}
+		if _, dup := raw[string(m.Key)]; dup {
+			t.Errorf("release key %q published twice", m.Key)
+		}
+		rels[string(m.Key)] = r
+		raw[string(m.Key)] = m.Value
+	}
+	return rels, raw
+}

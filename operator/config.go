@@ -1,0 +1,563 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Config is the operator's whole configuration. Load fills it from a YAML
+// file, DPSTREAM_* environment variables and command-line flags; Default
+// gives the defaults; Validate reports every problem.
+//
+// The mapstructure tags are the YAML keys; the environment variable of a key
+// is DPSTREAM_ followed by the key path in upper case with dots replaced by
+// underscores (kafka.group_id → DPSTREAM_KAFKA_GROUP_ID). Lists in
+// environment variables are comma-separated.
+type Config struct {
+	Kafka         KafkaConfig         `mapstructure:"kafka"`
+	Schema        schema.Config       `mapstructure:"schema"`
+	Windows       WindowsConfig       `mapstructure:"windows"`
+	Bounds        BoundsConfig        `mapstructure:"bounds"`
+	Privacy       PrivacyConfig       `mapstructure:"privacy"`
+	Observability ObservabilityConfig `mapstructure:"observability"`
+}
+
+// KafkaConfig says where events come from and where releases go.
+type KafkaConfig struct {
+	// Brokers are the bootstrap addresses, host:port.
+	Brokers []string `mapstructure:"brokers"`
+	// InputTopics are the topics of raw events.
+	InputTopics []string `mapstructure:"input_topics"`
+	// GroupID is the consumer group. One group must have exactly one
+	// dpstream instance until the merge stage exists (see the README).
+	GroupID string `mapstructure:"group_id"`
+	// OutputTopic receives one message per release (window × aggregate ×
+	// group), keyed by the release key.
+	OutputTopic string `mapstructure:"output_topic"`
+	// ReleaseNamespace names this deployment's releases: release ids are
+	// "<namespace>/<window start>" (default: GroupID). Two deployments
+	// sharing a secret key must use different namespaces, or equal release
+	// ids would carry equal noise.
+	ReleaseNamespace string `mapstructure:"release_namespace"`
+	// StateTopic is the operator's own compacted topic recording which
+	// windows are final (default: OutputTopic + ".state"). See the README's
+	// finality section.
+	StateTopic string `mapstructure:"state_topic"`
+	// DeadLetterTopic, if set, receives undecodable input messages
+	// unchanged (with the reason in a header) instead of dropping them.
+	DeadLetterTopic string `mapstructure:"dead_letter_topic"`
+	// ClientID names this client to the brokers.
+	ClientID string `mapstructure:"client_id"`
+	// Instance names this instance in release metadata (default: host name).
+	Instance string `mapstructure:"instance"`
+	// StartOffset is where a partition without a committed offset starts:
+	// "earliest" or "latest".
+	StartOffset string `mapstructure:"start_offset"`
+	// CommitInterval is how often finalized input offsets are committed.
+	CommitInterval time.Duration `mapstructure:"commit_interval"`
+	// BatchTimeout is the writer's batch linger (small keeps publish latency low).
+	BatchTimeout time.Duration `mapstructure:"batch_timeout"`
+	// SessionTimeout is the consumer group session timeout.
+	SessionTimeout time.Duration `mapstructure:"session_timeout"`
+	// CreateTopics creates missing output and dead-letter topics at start.
+	CreateTopics bool `mapstructure:"create_topics"`
+	// RetryBackoff is the first wait after a broker error; it doubles up to
+	// RetryBackoffMax.
+	RetryBackoff time.Duration `mapstructure:"retry_backoff"`
+	// RetryBackoffMax caps the wait between retries.
+	RetryBackoffMax time.Duration `mapstructure:"retry_backoff_max"`
+	// TLS configures encryption to the brokers.
+	TLS TLSConfig `mapstructure:"tls"`
+	// SASL configures authentication to the brokers.
+	SASL SASLConfig `mapstructure:"sasl"`
+}
+
+// TLSConfig enables TLS to the brokers.
+type TLSConfig struct {
+	// Enabled turns TLS on.
+	Enabled bool `mapstructure:"enabled"`
+	// CAFile is a PEM bundle of trusted CAs (default: the system pool).
+	CAFile string `mapstructure:"ca_file"`
+	// CertFile and KeyFile are a PEM client certificate and key for mutual TLS.
+	CertFile string `mapstructure:"cert_file"`
+	KeyFile  string `mapstructure:"key_file"`
+	// ServerName overrides the name checked in the broker's certificate.
+	ServerName string `mapstructure:"server_name"`
+	// InsecureSkipVerify disables certificate checks (tests only).
+	InsecureSkipVerify bool `mapstructure:"insecure_skip_verify"`
+}
+
+// SASLConfig enables SASL authentication.
+type SASLConfig struct {
+	// Mechanism is "", "plain", "scram-sha-256" or "scram-sha-512".
+	Mechanism string `mapstructure:"mechanism"`
+	// Username is the SASL user.
+	Username string `mapstructure:"username"`
+	// Password is the SASL password; prefer PasswordFile or the
+	// DPSTREAM_KAFKA_SASL_PASSWORD environment variable to a value in a file
+	// under version control.
+	Password string `mapstructure:"password"`
+	// PasswordFile is a file holding the password (trailing newline ignored).
+	PasswordFile string `mapstructure:"password_file"`
+}
+
+// WindowsConfig sets the event-time tumbling windows and which aggregates
+// are released per window.
+type WindowsConfig struct {
+	// Size is the window length.
+	Size time.Duration `mapstructure:"size"`
+	// Offset shifts window boundaries from the Unix epoch.
+	Offset time.Duration `mapstructure:"offset"`
+	// AllowedLateness keeps a window open past its end for late events.
+	AllowedLateness time.Duration `mapstructure:"allowed_lateness"`
+	// IdleTimeout stops an idle partition from holding windows open.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// Aggregates are released per window and group: any of "count",
+	// "histogram", "sum", "mean".
+	Aggregates []string `mapstructure:"aggregates"`
+}
+
+// BoundsConfig holds the per-unit, per-window contribution bounds.
+type BoundsConfig struct {
+	// MaxGroups is the number of group keys one unit may touch.
+	MaxGroups int `mapstructure:"max_groups"`
+	// MaxBuckets is the number of histogram cells one unit may touch per group (L0).
+	MaxBuckets int `mapstructure:"max_buckets"`
+	// MaxPerBucket is the count one unit may add to a cell (L∞).
+	MaxPerBucket int `mapstructure:"max_per_bucket"`
+	// MaxValues is the number of values one unit may add per group.
+	MaxValues int `mapstructure:"max_values"`
+}
+
+// PrivacyConfig holds the budget, the mechanisms and the key.
+type PrivacyConfig struct {
+	// Epsilon and Delta are the per-window budget (ε_w, δ_w). Either these or
+	// the horizon budget are set.
+	Epsilon float64 `mapstructure:"epsilon"`
+	Delta   float64 `mapstructure:"delta"`
+	// Horizon, HorizonEpsilon and HorizonDelta set a total budget over a
+	// horizon; until the accountant lands it is split with basic composition
+	// (ε_w = ε/N, δ_w = δ/N, N = ⌈horizon/size⌉).
+	Horizon        time.Duration `mapstructure:"horizon"`
+	HorizonEpsilon float64       `mapstructure:"horizon_epsilon"`
+	HorizonDelta   float64       `mapstructure:"horizon_delta"`
+	// Mechanism is the default mechanism (see privacy.Parse).
+	Mechanism string `mapstructure:"mechanism"`
+	// Mechanisms overrides the mechanism per aggregate name.
+	Mechanisms map[string]string `mapstructure:"mechanisms"`
+	// PublicGroups lists the group keys (one value per group_by field)
+	// that are released in every window, with zeros when absent; events of
+	// other groups are skipped. Without it and with group_by, groups are
+	// selected privately (needs δ > 0) and absent groups are never
+	// released.
+	PublicGroups [][]string `mapstructure:"public_groups"`
+	// Confidence is the level 1−β of the published confidence intervals.
+	Confidence float64 `mapstructure:"confidence"`
+	// KeyFile holds the secret noise key (32 bytes, raw or hex).
+	KeyFile string `mapstructure:"key_file"`
+	// KeyEnv names an environment variable holding the key in hex.
+	KeyEnv string `mapstructure:"key_env"`
+}
+
+// ObservabilityConfig sets metrics, health and logs.
+type ObservabilityConfig struct {
+	// Listen is the address of /metrics, /healthz and /readyz; empty disables.
+	Listen string `mapstructure:"listen"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `mapstructure:"log_level"`
+	// LogFormat is json or text.
+	LogFormat string `mapstructure:"log_format"`
+}
+
+// The aggregates a window can release.
+const (
+	AggCount     = "count"
+	AggHistogram = "histogram"
+	AggSum       = "sum"
+	AggMean      = "mean"
+)
+
+var knownAggregates = []string{AggCount, AggHistogram, AggSum, AggMean}
+
+// Default returns the default configuration. It is not valid by itself:
+// topics and the key must be set.
+func Default() Config {
+	return Config{
+		Kafka: KafkaConfig{
+			Brokers:         []string{"127.0.0.1:9092"},
+			GroupID:         "dpstream",
+			OutputTopic:     "dpstream.releases",
+			ClientID:        "dpstream",
+			StartOffset:     "earliest",
+			CommitInterval:  time.Second,
+			BatchTimeout:    5 * time.Millisecond,
+			SessionTimeout:  30 * time.Second,
+			RetryBackoff:    250 * time.Millisecond,
+			RetryBackoffMax: 30 * time.Second,
+		},
+		Schema: schema.Config{
+			Format:     schema.FormatAuto,
+			TimeField:  "ts",
+			TimeFormat: schema.TimeAuto,
+		},
+		Windows: WindowsConfig{
+			Size:            time.Minute,
+			AllowedLateness: 10 * time.Second,
+			IdleTimeout:     time.Minute,
+			Aggregates:      []string{AggCount},
+		},
+		Bounds: BoundsConfig{MaxGroups: 1, MaxBuckets: 1, MaxPerBucket: 1, MaxValues: 1},
+		Privacy: PrivacyConfig{
+			Mechanism:  "laplace",
+			Confidence: 0.95,
+			KeyEnv:     "DPSTREAM_KEY",
+		},
+		Observability: ObservabilityConfig{
+			Listen:    "127.0.0.1:9464",
+			LogLevel:  "info",
+			LogFormat: "json",
+		},
+	}
+}
+
+// ErrConfig is wrapped by every configuration problem.
+var ErrConfig = errors.New("operator: invalid config")
+
+// problems collects configuration problems, one line each.
+type problems []string
+
+func (p *problems) addf(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// Problems returns every configuration problem, one short line each, in a
+// fixed order; an empty result means the configuration is valid.
+func (c Config) Problems() []string {
+	var p problems
+	c.Kafka.check(&p)
+	checkSchema(&p, c.Schema)
+	c.Windows.check(&p, c.Schema)
+	c.Bounds.check(&p)
+	c.Privacy.check(&p, c.Windows, c.Schema)
+	c.Observability.check(&p)
+	return p
+}
+
+// Validate returns nil or an error joining every problem (each wraps ErrConfig).
+func (c Config) Validate() error {
+	ps := c.Problems()
+	if len(ps) == 0 {
+		return nil
+	}
+	errs := make([]error, len(ps))
+	for i, s := range ps {
+		errs[i] = fmt.Errorf("%w: %s", ErrConfig, s)
+	}
+	return errors.Join(errs...)
+}
+
+func (k KafkaConfig) check(p *problems) {
+	if len(k.Brokers) == 0 {
+		p.addf("kafka.brokers: at least one broker address is required")
+	}
+	for _, b := range k.Brokers {
+		if _, _, err := net.SplitHostPort(strings.TrimSpace(b)); err != nil {
+			p.addf("kafka.brokers: %q is not host:port", b)
+		}
+	}
+	if len(k.InputTopics) == 0 {
+		p.addf("kafka.input_topics: at least one input topic is required")
+	}
+	for _, t := range k.InputTopics {
+		checkTopic(p, "kafka.input_topics", t)
+	}
+	checkTopic(p, "kafka.output_topic", k.OutputTopic)
+	if k.DeadLetterTopic != "" {
+		checkTopic(p, "kafka.dead_letter_topic", k.DeadLetterTopic)
+	}
+	if k.StateTopic != "" {
+		checkTopic(p, "kafka.state_topic", k.StateTopic)
+		if k.StateTopic == k.OutputTopic || slices.Contains(k.InputTopics, k.StateTopic) {
+			p.addf("kafka.state_topic: %q must differ from the input and output topics", k.StateTopic)
+		}
+	}
+	if slices.Contains(k.InputTopics, k.OutputTopic) {
+		p.addf("kafka.output_topic: %q is also an input topic", k.OutputTopic)
+	}
+	if k.DeadLetterTopic != "" && (slices.Contains(k.InputTopics, k.DeadLetterTopic) || k.DeadLetterTopic == k.OutputTopic) {
+		p.addf("kafka.dead_letter_topic: %q must differ from the input and output topics", k.DeadLetterTopic)
+	}
+	if k.GroupID == "" {
+		p.addf("kafka.group_id: a consumer group id is required")
+	}
+	if k.StartOffset != "earliest" && k.StartOffset != "latest" {
+		p.addf("kafka.start_offset: %q is not earliest or latest", k.StartOffset)
+	}
+	positive(p, "kafka.commit_interval", k.CommitInterval)
+	positive(p, "kafka.session_timeout", k.SessionTimeout)
+	positive(p, "kafka.retry_backoff", k.RetryBackoff)
+	if k.RetryBackoffMax < k.RetryBackoff {
+		p.addf("kafka.retry_backoff_max: must be at least kafka.retry_backoff")
+	}
+	if k.BatchTimeout < 0 {
+		p.addf("kafka.batch_timeout: must not be negative")
+	}
+	t := k.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		p.addf("kafka.tls: cert_file and key_file must be set together")
+	}
+	if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.InsecureSkipVerify) {
+		p.addf("kafka.tls: files or options are set but kafka.tls.enabled is false")
+	}
+	for _, f := range []struct{ key, path string }{{"kafka.tls.ca_file", t.CAFile}, {"kafka.tls.cert_file", t.CertFile}, {"kafka.tls.key_file", t.KeyFile}} {
+		if f.path != "" {
+			if _, err := os.Stat(f.path); err != nil {
+				p.addf("%s: cannot read %q", f.key, f.path)
+			}
+		}
+	}
+	s := k.SASL
+	switch strings.ToLower(s.Mechanism) {
+	case "":
+		if s.Username != "" {
+			p.addf("kafka.sasl.mechanism: a username is set but no mechanism (plain, scram-sha-256, scram-sha-512)")
+		}
+	case "plain", "scram-sha-256", "scram-sha-512":
+		if s.Username == "" {
+			p.addf("kafka.sasl.username: required with SASL %s", s.Mechanism)
+		}
+		if s.Password == "" && s.PasswordFile == "" {
+			p.addf("kafka.sasl.password: required with SASL %s (or password_file, or DPSTREAM_KAFKA_SASL_PASSWORD)", s.Mechanism)
+		}
+		if s.Password != "" && s.PasswordFile != "" {
+			p.addf("kafka.sasl: set password or password_file, not both")
+		}
+	default:
+		p.addf("kafka.sasl.mechanism: %q is not plain, scram-sha-256 or scram-sha-512", s.Mechanism)
+	}
+}
+
+// checkTopic applies Kafka's topic name rule: 1–249 characters of
+// [a-zA-Z0-9._-], not "." or "..".
+func checkTopic(p *problems, key, t string) {
+	if t == "" {
+		p.addf("%s: a topic name is required", key)
+		return
+	}
+	ok := len(t) <= 249 && t != "." && t != ".."
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			ok = false
+		}
+	}
+	if !ok {
+		p.addf("%s: %q is not a valid topic name ([a-zA-Z0-9._-], at most 249)", key, t)
+	}
+}
+
+func positive(p *problems, key string, d time.Duration) {
+	if d <= 0 {
+		p.addf("%s: must be positive", key)
+	}
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// checkSchema reports the schema package's own validation, one line per
+// problem, under the "schema." prefix.
+func checkSchema(p *problems, s schema.Config) {
+	err := s.Validate()
+	if err == nil {
+		return
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimPrefix(line, schema.ErrInvalidConfig.Error()+": ")
+		p.addf("schema.%s", line)
+	}
+}
+
+func (w WindowsConfig) check(p *problems, s schema.Config) {
+	positive(p, "windows.size", w.Size)
+	if w.Size > 0 && w.Size%time.Millisecond != 0 {
+		p.addf("windows.size: must be a whole number of milliseconds")
+	}
+	if w.Offset < 0 || (w.Size > 0 && w.Offset >= w.Size) {
+		p.addf("windows.offset: must be in [0, windows.size)")
+	}
+	if w.AllowedLateness < 0 {
+		p.addf("windows.allowed_lateness: must not be negative")
+	}
+	positive(p, "windows.idle_timeout", w.IdleTimeout)
+	if len(w.Aggregates) == 0 {
+		p.addf("windows.aggregates: at least one of count, histogram, sum, mean is required")
+	}
+	seen := map[string]bool{}
+	for _, a := range w.Aggregates {
+		switch {
+		case !slices.Contains(knownAggregates, a):
+			p.addf("windows.aggregates: %q is not count, histogram, sum or mean", a)
+		case seen[a]:
+			p.addf("windows.aggregates: %q is listed twice", a)
+		case a == AggHistogram && s.Histogram == nil:
+			p.addf("windows.aggregates: histogram needs schema.histogram.field")
+		case (a == AggSum || a == AggMean) && s.ValueField == "":
+			p.addf("windows.aggregates: %s needs schema.value_field", a)
+		}
+		seen[a] = true
+	}
+}
+
+func (b BoundsConfig) check(p *problems) {
+	for _, f := range []struct {
+		key string
+		v   int
+	}{{"bounds.max_groups", b.MaxGroups}, {"bounds.max_buckets", b.MaxBuckets}, {"bounds.max_per_bucket", b.MaxPerBucket}, {"bounds.max_values", b.MaxValues}} {
+		if f.v < 1 {
+			p.addf("%s: must be at least 1", f.key)
+		}
+	}
+}
+
+func (c PrivacyConfig) check(p *problems, w WindowsConfig, s schema.Config) {
+	perWindow := c.Epsilon != 0 || c.Delta != 0
+	horizon := c.Horizon != 0 || c.HorizonEpsilon != 0 || c.HorizonDelta != 0
+	switch {
+	case perWindow && horizon:
+		p.addf("privacy: set either epsilon/delta (per window) or horizon/horizon_epsilon/horizon_delta, not both")
+	case horizon:
+		positive(p, "privacy.horizon", c.Horizon)
+		budget(p, "privacy.horizon_epsilon", "privacy.horizon_delta", c.HorizonEpsilon, c.HorizonDelta)
+		if w.Size > 0 && c.Horizon > 0 && (c.Horizon < w.Size || c.Horizon%w.Size != 0) {
+			p.addf("privacy.horizon: must be a whole number of windows.size")
+		}
+	default:
+		budget(p, "privacy.epsilon", "privacy.delta", c.Epsilon, c.Delta)
+	}
+	if _, err := privacy.Parse(c.Mechanism); err != nil {
+		p.addf("privacy.mechanism: %q is not a known mechanism", c.Mechanism)
+	}
+	for agg, m := range sortedMap(c.Mechanisms) {
+		if !slices.Contains(knownAggregates, agg) {
+			p.addf("privacy.mechanisms: %q is not an aggregate (count, histogram, sum, mean)", agg)
+		}
+		if _, err := privacy.Parse(m); err != nil {
+			p.addf("privacy.mechanisms.%s: %q is not a known mechanism", agg, m)
+		}
+	}
+	if len(c.PublicGroups) > 0 && len(s.GroupBy) == 0 {
+		p.addf("privacy.public_groups: set, but schema.group_by is empty")
+	}
+	for i, g := range c.PublicGroups {
+		if len(s.GroupBy) > 0 && len(g) != len(s.GroupBy) {
+			p.addf("privacy.public_groups[%d]: has %d values, schema.group_by has %d fields", i, len(g), len(s.GroupBy))
+		}
+	}
+	if len(s.GroupBy) > 0 && len(c.PublicGroups) == 0 {
+		_, d, _ := Config{Privacy: c, Windows: w}.WindowBudget()
+		if !(d > 0) {
+			p.addf("privacy.public_groups: with schema.group_by and δ = 0, list the public groups (private group selection needs δ > 0)")
+		}
+	}
+	if !(c.Confidence > 0 && c.Confidence < 1) {
+		p.addf("privacy.confidence: must be in (0, 1), e.g. 0.95")
+	}
+	if c.KeyFile == "" && c.KeyEnv == "" {
+		p.addf("privacy: a secret key is required: set privacy.key_file or privacy.key_env")
+	}
+}
+
+func budget(p *problems, ekey, dkey string, eps, delta float64) {
+	if !(eps > 0) || !finite(eps) {
+		p.addf("%s: must be a finite number > 0", ekey)
+	}
+	if !(delta >= 0 && delta < 1) {
+		p.addf("%s: must be in [0, 1)", dkey)
+	}
+}
+
+func (o ObservabilityConfig) check(p *problems) {
+	if o.Listen != "" {
+		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
+			p.addf("observability.listen: %q is not host:port", o.Listen)
+		}
+	}
+	switch strings.ToLower(o.LogLevel) {
+	case "debug", "info", "warn", "error":
+	default:
+		p.addf("observability.log_level: %q is not debug, info, warn or error", o.LogLevel)
+	}
+	switch o.LogFormat {
+	case "json", "text":
+	default:
+		p.addf("observability.log_format: %q is not json or text", o.LogFormat)
+	}
+}
+
+// sortedMap iterates a map in key order, so problems come out in a fixed order.
+func sortedMap(m map[string]string) func(func(string, string) bool) {
+	return func(yield func(string, string) bool) {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if !yield(k, m[k]) {
+				return
+			}
+		}
+	}
+}
+
+// WindowBudget returns the per-window (ε, δ) and a note saying how it was
+// derived. With a horizon budget it is split evenly over
+// N = ⌈horizon/size⌉ windows by basic composition (valid, loose; the
+// tighter accountant is a later issue).
+func (c Config) WindowBudget() (eps, delta float64, note string) {
+	pc := c.Privacy
+	if pc.Horizon == 0 {
+		return pc.Epsilon, pc.Delta, "per-window budget as configured"
+	}
+	n := int64(pc.Horizon / c.Windows.Size)
+	if pc.Horizon%c.Windows.Size != 0 {
+		n++
+	}
+	// Rounded down so that N windows never exceed the total (more noise).
+	eps = math.Nextafter(pc.HorizonEpsilon/float64(n), 0)
+	delta = pc.HorizonDelta / float64(n)
+	if delta > 0 {
+		delta = math.Nextafter(delta, 0)
+	}
+	return eps, delta, fmt.Sprintf("horizon budget (ε=%g, δ=%g over %s) split by basic composition over %d windows", pc.HorizonEpsilon, pc.HorizonDelta, pc.Horizon, n)
+}
+
+// namespace returns the release namespace.
+func (k KafkaConfig) namespace() string {
+	if k.ReleaseNamespace != "" {
+		return k.ReleaseNamespace
+	}
+	return k.GroupID
+}
+
+// stateTopic returns the state topic's name.
+func (k KafkaConfig) stateTopic() string {
+	if k.StateTopic != "" {
+		return k.StateTopic
+	}
+	return k.OutputTopic + ".state"
+}
+
+// MechanismFor returns the configured mechanism name of an aggregate.
+func (c PrivacyConfig) MechanismFor(aggregate string) string {
+	if m, ok := c.Mechanisms[aggregate]; ok && m != "" {
+		return m
+	}
+	return c.Mechanism
+}

@@ -1,0 +1,67 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// health is the state /healthz and /readyz report.
+type health struct {
+	ready  atomic.Bool
+	reason atomic.Value // string: why not ready
+}
+
+func (h *health) set(ready bool, reason string) {
+	h.ready.Store(ready)
+	h.reason.Store(reason)
+}
+
+// handler serves /metrics, /healthz (the process runs) and /readyz (it
+// consumes with a full assignment and knows what was already published).
+func (h *health) handler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if h.ready.Load() {
+			_, _ = w.Write([]byte("ready\n"))
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		reason, _ := h.reason.Load().(string)
+		_, _ = w.Write([]byte("not ready: " + reason + "\n"))
+	})
+	return mux
+}
+
+// serve listens on addr until ctx ends; the bound address is sent on bound
+// (useful with port 0).
+func (h *health) serve(ctx context.Context, addr string, g prometheus.Gatherer, bound chan<- string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	bound <- ln.Addr().String()
+	srv := &http.Server{Handler: h.handler(g), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

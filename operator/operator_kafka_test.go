@@ -1,0 +1,305 @@
+package operator
+
+// Integration tests against a real Apache Kafka broker (deploy/kafka/kafka.sh).
+// They skip when DPSTREAM_TEST_BROKERS is unset or the broker is down.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/schema"
+)
+
+// runUntil runs an operator until the window starting at lastStart is
+// published (or the hook's crash fires), then stops it and returns Run's
+// error. The deadline bounds the whole run.
+func runUntil(t *testing.T, op *Operator, lastStart int64, published chan int64, deadline time.Duration) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- op.Run(ctx) }()
+	timeout := time.After(deadline)
+	for {
+		select {
+		case s := <-published:
+			if s >= lastStart {
+				cancel()
+				return <-errc
+			}
+		case err := <-errc:
+			return err
+		case <-timeout:
+			cancel()
+			<-errc
+			t.Fatalf("window %d not published within %v", lastStart, deadline)
+		}
+	}
+}
+
+// newTestOperator builds an operator with the test key, a quiet logger, its
+// own registry, and a hook sending the start of every published window.
+func newTestOperator(t *testing.T, c Config) (*Operator, chan int64) {
+	t.Helper()
+	ch := make(chan int64, 1024)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	op, err := New(c, WithKey(testKey()), WithLogger(log), WithRegistry(prometheus.NewRegistry()),
+		WithReleaseHook(func(p Published) { ch <- p.Window.Start }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op, ch
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// counter reads a counter of the registry by name and label value ("" for
+// none), 0 if absent.
+func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label) {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// TestKafkaEndToEnd: a known stream with bad input mixed in goes through a
+// real broker; the output topic, decoded with the exported decoder, has
+// every expected window and group with values within their intervals at
+// the stated rate and consistent metadata; bad input is counted by reason;
+// /metrics, /healthz and /readyz answer.
+func TestKafkaEndToEnd(t *testing.T) {
+	brokers := testBrokers(t)
+	cl := testClients(t, brokers)
+	in, out := uniqueName("dpstream-e2e-in"), uniqueName("dpstream-e2e-out")
+	createTopic(t, cl, in, 2)
+	s := genStream(11, 4, 60)
+	c := testConfig(brokers, in, out, uniqueName("dpstream-e2e"))
+	c.Kafka.CreateTopics = true
+	c.Observability.Listen = "127.0.0.1:0"
+	msgs := s.messages(7, c.Windows.AllowedLateness)
+	produce(t, brokers, in, msgs)
+
+	op, pub := newTestOperator(t, c)
+	var ready atomic.Bool
+	go func() {
+		addr := op.MetricsAddr(context.Background())
+		for range 200 {
+			if r, err := http.Get("http://" + addr + "/readyz"); err == nil {
+				r.Body.Close()
+				if r.StatusCode == 200 {
+					ready.Store(true)
+					return
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	lastStart := testBase + 3*testSize.Milliseconds()
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if !ready.Load() {
+		t.Error("/readyz never answered 200")
+	}
+	rels, _ := readReleases(t, cl, out)
+	if n := checkReleases(t, s, c, rels); n != 96 {
+		t.Errorf("checked %d values, want 96", n)
+	}
+	reg := op.Registry()
+	_, reasons := badInputs()
+	for _, r := range reasons {
+		if counter(t, reg, "dpstream_events_skipped_total", r.String()) == 0 {
+			t.Errorf("bad input reason %s not counted", r)
+		}
+	}
+	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(msgs)) {
+		t.Errorf("events_in_total = %v, want %d", got, len(msgs))
+	}
+	if got := counter(t, reg, "dpstream_windows_published_total", ""); got < 4 {
+		t.Errorf("windows_published_total = %v, want ≥ 4", got)
+	}
+}
+
+// TestKafkaRestartNoDuplicates: a run interrupted by simulated crashes —
+// in the middle of a window's publication, after the releases but before
+// the state record, after the state record but before the commit — and by
+// a clean stop, then restarted, publishes exactly the releases of an
+// uninterrupted run: same keys, identical bytes, nothing twice.
+func TestKafkaRestartNoDuplicates(t *testing.T) {
+	brokers := testBrokers(t)
+	cl := testClients(t, brokers)
+	in := uniqueName("dpstream-restart-in")
+	createTopic(t, cl, in, 2)
+	const nWindows = 6
+	s := genStream(12, nWindows, 40)
+	produce(t, brokers, in, s.messages(0, time.Second))
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+
+	// The reference: one uninterrupted run.
+	refOut := uniqueName("dpstream-restart-ref")
+	ref := testConfig(brokers, in, refOut, uniqueName("dpstream-ref"))
+	ref.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ref)
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	refRels, refRaw := readReleases(t, cl, refOut)
+	if len(refRels) != nWindows*3*4 {
+		t.Fatalf("reference run published %d releases, want %d", len(refRels), nWindows*3*4)
+	}
+
+	// The interrupted runs share one group and output topic.
+	out := uniqueName("dpstream-restart-out")
+	c := testConfig(brokers, in, out, uniqueName("dpstream-crash"))
+	c.Kafka.CreateTopics = true
+	for i, stage := range []string{"half", "releases", "state", ""} {
+		op, pub := newTestOperator(t, c)
+		var once sync.Once
+		fired := false
+		if stage != "" {
+			op.crash = func(s string) bool {
+				if s != stage {
+					return false
+				}
+				once.Do(func() { fired = true })
+				return true
+			}
+		}
+		err := runUntil(t, op, lastStart, pub, 90*time.Second)
+		switch {
+		case stage == "" && err != nil:
+			t.Fatalf("final run: %v", err)
+		case stage != "" && !errors.Is(err, errCrash):
+			t.Fatalf("run %d (%s): want a simulated crash, got %v (fired %v)", i, stage, err, fired)
+		}
+	}
+	rels, raw := readReleases(t, cl, out) // fails on duplicate keys
+	if len(rels) != len(refRels) {
+		t.Errorf("interrupted runs published %d releases, the reference %d", len(rels), len(refRels))
+	}
+	for k, b := range refRaw {
+		if got, ok := raw[k]; !ok {
+			t.Errorf("release %q missing after restarts", k)
+		} else if !bytes.Equal(got, b) {
+			t.Errorf("release %q differs from the reference run", k)
+		}
+	}
+}
+
+// consumed reads the operator's events_in counter for topic.
+func consumed(op *Operator, topic string) float64 {
+	var m dto.Metric
+	_ = op.m.eventsIn.WithLabelValues(topic).Write(&m)
+	return m.GetCounter().GetValue()
+}
+
+// BenchmarkKafkaEndToEnd measures events/s through the operator (fetch,
+// decode, windows, noise, publish) on the real broker, next to a bare
+// kafka-go consumer group reading the same topic in the same run, and the
+// publish latency after window close. Run it with
+//
+//	go test -run '^$' -bench KafkaEndToEnd -benchtime 1x ./operator
+func BenchmarkKafkaEndToEnd(b *testing.B) {
+	brokers := testBrokers(b)
+	cl := testClients(b, brokers)
+	in := uniqueName("dpstream-bench-in")
+	createTopic(b, cl, in, 2)
+	s := genStream(13, 10, 10000) // ≈ 200 000 events
+	msgs := s.messages(0, time.Second)
+	produce(b, brokers, in, msgs)
+	n := len(msgs)
+	for b.Loop() {
+		// Bare kafka-go consumer group: fetch every message, nothing else.
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: uniqueName("dpstream-bench-bare"),
+			Topic: in, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 250 * time.Millisecond, StartOffset: kafka.FirstOffset})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		if _, err := r.FetchMessage(ctx); err != nil { // after the group join, like the operator's timing
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		for range n - 1 {
+			if _, err := r.FetchMessage(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bare := time.Since(t0)
+		cancel()
+		r.Close()
+
+		c := testConfig(brokers, in, uniqueName("dpstream-bench-out"), uniqueName("dpstream-bench"))
+		c.Kafka.CreateTopics = true
+		c.Bounds.MaxPerBucket, c.Bounds.MaxValues = 3, 3
+		var lat []time.Duration
+		var mu sync.Mutex
+		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+			WithRegistry(prometheus.NewRegistry()), WithReleaseHook(func(p Published) {
+				mu.Lock()
+				lat = append(lat, p.Latency)
+				mu.Unlock()
+			}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		errc := make(chan error, 1)
+		go func() { errc <- op.Run(ctx) }()
+		// Time from the first message consumed to the last.
+		var first time.Time
+		for consumed(op, in) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		first = time.Now()
+		for consumed(op, in) < float64(n) {
+			time.Sleep(time.Millisecond)
+		}
+		full := time.Since(first)
+		cancel()
+		if err := <-errc; err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(n)/full.Seconds(), "events/s")
+		b.ReportMetric(float64(n)/bare.Seconds(), "bare-events/s")
+		b.ReportMetric(bare.Seconds()/full.Seconds(), "ratio")
+		mu.Lock()
+		var maxLat time.Duration
+		for _, l := range lat {
+			maxLat = max(maxLat, l)
+		}
+		b.ReportMetric(float64(maxLat.Microseconds())/1000, "max-publish-ms")
+		mu.Unlock()
+		_ = schema.SchemaVersion
+	}
+}

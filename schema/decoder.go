@@ -1,0 +1,544 @@
+package schema
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Event is one decoded input event: only the configured fields, already
+// interpreted. It is a plain value; the windows package gets it field by
+// field.
+type Event struct {
+	// Time is the event time in unix milliseconds, within the configured
+	// [MinTime, MaxTime].
+	Time int64
+	// Unit is the privacy unit; empty exactly when no unit field is
+	// configured (event-level privacy).
+	Unit string
+	// Group is the canonical encoding of the group-by values (MakeGroup);
+	// "" when there are no group-by fields. Equal values give equal
+	// strings; GroupValues recovers the values.
+	Group string
+	// Bucket is the histogram bucket in [0, NumBuckets), or −1 when no
+	// histogram is configured.
+	Bucket int
+	// Value is the (unclamped, finite) value; meaningful when HasValue.
+	Value float64
+	// HasValue reports whether the event carries a value: always true with
+	// a required value field, false without a value field.
+	HasValue bool
+}
+
+// Field roles, as bits: a field name may carry several.
+const (
+	roleTime uint8 = 1 << iota
+	roleUnit
+	roleGroup
+	roleHist
+	roleValue
+)
+
+// field is one distinct configured field name.
+type field struct {
+	name  string
+	sig   uint32 // sig(name)
+	roles uint8
+}
+
+// linearCategories is the number of categories up to which Decode scans
+// a list with signatures instead of looking up a map. BenchmarkCategory
+// compares both: on the development machine the scan was faster at 4 and 8
+// categories and about even at 16.
+const linearCategories = 8
+
+// internLimit bounds the number of distinct group strings a Decoder keeps
+// to hand out without allocating; groups beyond it are allocated per event.
+// 4096 covers typical group-by cardinalities at a few hundred KiB at most.
+const internLimit = 4096
+
+// Decoder decodes input messages according to a Config. It reads only the
+// configured fields, straight from the bytes, and reuses its buffers: a
+// successful Decode allocates only the Unit string and, for groups not yet
+// seen, the Group string. A Decoder is not safe for concurrent use; make
+// one per goroutine.
+type Decoder struct {
+	cfg    Config // with defaults applied
+	fields []field
+	// index of each role's field in fields (−1 when not configured); for
+	// group-by, one per GroupBy entry.
+	timeIdx, unitIdx, histIdx, valueIdx int
+	groupIdx                            []int
+	catList                             []string       // the categories
+	catSigs                             []uint32       // sig of each category, for few categories
+	cats                                map[string]int // category → bucket, for many categories
+	other                               int            // the "other" bucket or −1
+	edges                               []float64
+
+	vals    []scalar // the value of each field in the current message
+	scratch []byte   // unescaped JSON strings of the current message
+	stack   []byte   // open JSON containers while skipping
+	gbuf    []byte   // the group being built
+	nbuf    [24]byte // integers written in decimal
+	groups  map[string]string
+}
+
+// NewDecoder validates cfg and returns a Decoder for it.
+func NewDecoder(cfg Config) (*Decoder, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	cfg.GroupBy = append([]string(nil), cfg.GroupBy...)
+	d := &Decoder{
+		cfg: cfg, timeIdx: -1, unitIdx: -1, histIdx: -1, valueIdx: -1, other: -1,
+		groups: make(map[string]string),
+	}
+	add := func(name string, role uint8) int {
+		for i := range d.fields {
+			if d.fields[i].name == name {
+				d.fields[i].roles |= role
+				return i
+			}
+		}
+		d.fields = append(d.fields, field{name: name, sig: sig([]byte(name)), roles: role})
+		return len(d.fields) - 1
+	}
+	d.timeIdx = add(cfg.TimeField, roleTime)
+	if cfg.UnitField != "" {
+		d.unitIdx = add(cfg.UnitField, roleUnit)
+	}
+	for _, g := range cfg.GroupBy {
+		d.groupIdx = append(d.groupIdx, add(g, roleGroup))
+	}
+	if h := cfg.Histogram; h != nil {
+		hc := *h
+		hc.Categories = append([]string(nil), h.Categories...)
+		hc.Edges = append([]float64(nil), h.Edges...)
+		d.cfg.Histogram = &hc
+		d.histIdx = add(h.Field, roleHist)
+		d.edges = hc.Edges
+		if !hc.Numeric() {
+			d.catList = hc.Categories
+			if len(hc.Categories) > linearCategories {
+				d.cats = make(map[string]int, len(hc.Categories))
+				for i, c := range hc.Categories {
+					d.cats[c] = i
+				}
+			} else {
+				for _, c := range hc.Categories {
+					d.catSigs = append(d.catSigs, sig([]byte(c)))
+				}
+			}
+			if hc.Other {
+				d.other = len(hc.Categories)
+			}
+		}
+	}
+	if cfg.ValueField != "" {
+		d.valueIdx = add(cfg.ValueField, roleValue)
+	}
+	d.vals = make([]scalar, len(d.fields))
+	return d, nil
+}
+
+// Config returns a copy of the decoder's configuration, with defaults
+// applied.
+func (d *Decoder) Config() Config {
+	c := d.cfg
+	c.GroupBy = append([]string(nil), c.GroupBy...)
+	if h := c.Histogram; h != nil {
+		hc := *h
+		hc.Categories = append([]string(nil), h.Categories...)
+		hc.Edges = append([]float64(nil), h.Edges...)
+		c.Histogram = &hc
+	}
+	return c
+}
+
+// NumBuckets returns the number of histogram buckets, 0 without a histogram.
+func (d *Decoder) NumBuckets() int {
+	if d.cfg.Histogram == nil {
+		return 0
+	}
+	return d.cfg.Histogram.NumBuckets()
+}
+
+// Decode decodes one message into e. On error e is unspecified and the
+// error is an *Error carrying a Reason (ReasonOf) and at most a configured
+// field name, never message content.
+//
+// Problems of form (malformed, not a map, trailing data, an oversized key,
+// a configured field twice) are reported first, in message order; then the
+// fields are checked in a fixed order — time, unit, group-by fields in
+// order, histogram, value — so the reason does not depend on key order or
+// on the encoding. Keys that are not configured are skipped unread (and
+// may repeat); keys that are not strings (msgpack) are skipped too.
+func (d *Decoder) Decode(msg []byte, e *Event) error {
+	for i := range d.vals {
+		d.vals[i].k, d.vals[i].badUTF8 = kAbsent, false
+	}
+	d.scratch = d.scratch[:0]
+	var r Reason
+	switch d.cfg.Format {
+	case FormatMsgpack:
+		r = d.scanMsgpack(msg)
+	case FormatJSON:
+		r = d.scanJSON(msg)
+	default:
+		if len(msg) > 0 && msg[0] >= 0x80 {
+			r = d.scanMsgpack(msg)
+		} else {
+			r = d.scanJSON(msg)
+		}
+	}
+	if r != ReasonNone {
+		return &Error{Reason: r}
+	}
+	return d.build(e)
+}
+
+// lookup returns the index of the configured field named key, or −1.
+func (d *Decoder) lookup(key []byte) int {
+	ks := sig(key)
+	for i := range d.fields {
+		if d.fields[i].sig == ks && string(key) == d.fields[i].name {
+			return i
+		}
+	}
+	return -1
+}
+
+// sig is a cheap signature of a key (length, first and last byte), so
+// that lookup compares whole keys only when signatures match.
+func sig(key []byte) uint32 {
+	if len(key) == 0 {
+		return 0
+	}
+	return uint32(len(key)) | uint32(key[0])<<16 | uint32(key[len(key)-1])<<24
+}
+
+// scanMsgpack reads the map in msg, storing the configured fields.
+func (d *Decoder) scanMsgpack(msg []byte) Reason {
+	n, p, isMap, ok := mpMapLen(msg, 0)
+	switch {
+	case !ok:
+		return ReasonMalformed
+	case !isMap:
+		return ReasonNotAMap
+	case n > (len(msg)-p)/2: // every entry takes at least two bytes
+		return ReasonMalformed
+	}
+	for ; n > 0; n-- {
+		key, next, isStr, ok := mpStr(msg, p)
+		if !ok {
+			return ReasonMalformed
+		}
+		p = next
+		i := -1
+		if isStr {
+			if len(key) > d.cfg.MaxKeyLen {
+				return ReasonOversized
+			}
+			i = d.lookup(key)
+		}
+		if i < 0 {
+			if p, ok = mpSkip(msg, p); !ok {
+				return ReasonMalformed
+			}
+			continue
+		}
+		v := &d.vals[i]
+		if v.k != kAbsent {
+			return ReasonDuplicateField
+		}
+		if p, ok = mpScalar(msg, p, v); !ok {
+			return ReasonMalformed
+		}
+	}
+	if p != len(msg) {
+		return ReasonTrailingData
+	}
+	return ReasonNone
+}
+
+// fail returns the error for reason r about the field with index i.
+func (d *Decoder) fail(r Reason, i int) error {
+	return &Error{Reason: r, Field: d.fields[i].name}
+}
+
+// str checks a string value of field i: length, UTF-8.
+func (d *Decoder) str(v *scalar, i int) error {
+	switch {
+	case len(v.s) > d.cfg.MaxStringLen:
+		return d.fail(ReasonOversized, i)
+	case v.badUTF8 || !validUTF8(v.s):
+		return d.fail(ReasonInvalidUTF8, i)
+	}
+	return nil
+}
+
+// validUTF8 is utf8.Valid with an inlined fast path for short ASCII.
+func validUTF8(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return utf8.Valid(b)
+		}
+	}
+	return true
+}
+
+// category returns the bucket of a declared category, or −1.
+func (d *Decoder) category(c []byte) int {
+	if d.cats != nil {
+		if b, ok := d.cats[string(c)]; ok {
+			return b
+		}
+		return -1
+	}
+	cs := sig(c)
+	for i, cat := range d.catList {
+		if d.catSigs[i] == cs && string(c) == cat {
+			return i
+		}
+	}
+	return -1
+}
+
+// text returns the textual form of a string, integer or (if allowBool)
+// boolean value of field i; the result is valid until the next call.
+func (d *Decoder) text(v *scalar, i int, allowBool bool) ([]byte, error) {
+	switch v.k {
+	case kStr:
+		if err := d.str(v, i); err != nil {
+			return nil, err
+		}
+		return v.s, nil
+	case kInt:
+		return strconv.AppendInt(d.nbuf[:0], v.i, 10), nil
+	case kUint:
+		return strconv.AppendUint(d.nbuf[:0], v.u, 10), nil
+	case kBool:
+		if allowBool {
+			return strconv.AppendBool(d.nbuf[:0], v.b), nil
+		}
+	case kAbsent, kNil:
+		return nil, d.fail(ReasonMissingField, i)
+	}
+	return nil, d.fail(ReasonWrongType, i)
+}
+
+// number returns a numeric value of field i as a finite float64.
+func (d *Decoder) number(v *scalar, i int) (float64, error) {
+	var f float64
+	switch v.k {
+	case kInt:
+		f = float64(v.i)
+	case kUint:
+		f = float64(v.u)
+	case kFloat:
+		f = v.f
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, d.fail(ReasonNaNOrInf, i)
+		}
+	case kAbsent, kNil:
+		return 0, d.fail(ReasonMissingField, i)
+	default:
+		return 0, d.fail(ReasonWrongType, i)
+	}
+	return f, nil
+}
+
+// time interprets the event-time value, in unix ms.
+func (d *Decoder) time(v *scalar, i int) (int64, error) {
+	tf := d.cfg.TimeFormat
+	var t int64
+	switch v.k {
+	case kAbsent, kNil:
+		return 0, d.fail(ReasonMissingField, i)
+	case kTime:
+		t = v.i
+	case kBadTime:
+		return 0, d.fail(ReasonBadTime, i)
+	case kStr:
+		if tf != TimeRFC3339 && tf != TimeAuto {
+			return 0, d.fail(ReasonWrongType, i)
+		}
+		if len(v.s) > d.cfg.MaxStringLen {
+			return 0, d.fail(ReasonOversized, i)
+		}
+		var ok bool
+		if t, ok = parseRFC3339(v.s); !ok {
+			return 0, d.fail(ReasonBadTime, i)
+		}
+	case kInt, kUint, kFloat:
+		if tf == TimeRFC3339 {
+			return 0, d.fail(ReasonWrongType, i)
+		}
+		f, err := d.number(v, i)
+		if err != nil {
+			return 0, err
+		}
+		seconds := tf == TimeUnixSeconds || (tf == TimeAuto && math.Abs(f) < AutoMillisFrom)
+		var ok bool
+		switch {
+		case v.k == kUint:
+			ok = false // above 2^63: no valid time in any unit
+		case v.k == kInt && !seconds:
+			t, ok = v.i, true
+		case v.k == kInt:
+			t, ok = v.i*1000, v.i <= math.MaxInt64/1000 && v.i >= math.MinInt64/1000
+		case seconds:
+			t, ok = floatMillis(f * 1000)
+		default:
+			t, ok = floatMillis(f)
+		}
+		if !ok {
+			return 0, d.fail(ReasonTimeOutOfRange, i)
+		}
+	default:
+		return 0, d.fail(ReasonWrongType, i)
+	}
+	if t < d.cfg.MinTime || t > d.cfg.MaxTime {
+		return 0, d.fail(ReasonTimeOutOfRange, i)
+	}
+	return t, nil
+}
+
+// build checks the stored fields in a fixed order and fills e.
+func (d *Decoder) build(e *Event) error {
+	*e = Event{Bucket: -1}
+	var err error
+	if e.Time, err = d.time(&d.vals[d.timeIdx], d.timeIdx); err != nil {
+		return err
+	}
+	if i := d.unitIdx; i >= 0 {
+		u, err := d.text(&d.vals[i], i, false)
+		if err != nil {
+			return err
+		}
+		if len(u) == 0 {
+			return d.fail(ReasonMissingField, i)
+		}
+		e.Unit = string(u)
+	}
+	if len(d.groupIdx) > 0 {
+		d.gbuf = d.gbuf[:0]
+		for _, i := range d.groupIdx {
+			g, err := d.text(&d.vals[i], i, true)
+			if err != nil {
+				return err
+			}
+			d.gbuf = appendGroupValue(d.gbuf, g)
+		}
+		g, ok := d.groups[string(d.gbuf)]
+		if !ok {
+			g = string(d.gbuf)
+			if len(d.groups) < internLimit {
+				d.groups[g] = g
+			}
+		}
+		e.Group = g
+	}
+	if i := d.histIdx; i >= 0 {
+		v := &d.vals[i]
+		if d.edges != nil {
+			x, err := d.number(v, i)
+			if err != nil {
+				return err
+			}
+			e.Bucket = bucketOf(d.edges, x)
+		} else {
+			c, err := d.text(v, i, false)
+			if err != nil {
+				return err
+			}
+			b := d.category(c)
+			switch {
+			case b >= 0:
+				e.Bucket = b
+			case d.other >= 0:
+				e.Bucket = d.other
+			default:
+				return d.fail(ReasonUnknownCategory, i)
+			}
+		}
+	}
+	if i := d.valueIdx; i >= 0 {
+		v := &d.vals[i]
+		if d.cfg.ValueOptional && (v.k == kAbsent || v.k == kNil) {
+			return nil
+		}
+		if e.Value, err = d.number(v, i); err != nil {
+			return err
+		}
+		e.HasValue = true
+	}
+	return nil
+}
+
+// bucketOf returns the number of edges ≤ x: the numeric histogram bucket.
+func bucketOf(edges []float64, x float64) int {
+	lo, hi := 0, len(edges)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if edges[m] > x {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	return lo
+}
+
+// appendGroupValue appends one value of the group encoding: its length as
+// a uvarint, then its bytes.
+func appendGroupValue(b, v []byte) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
+}
+
+// MakeGroup returns the canonical group string of values, as Decode puts
+// in Event.Group: each value as its byte length (unsigned varint) followed
+// by its bytes. The encoding is unambiguous: MakeGroup() is "" and differs
+// from MakeGroup("").
+func MakeGroup(values ...string) string {
+	var b []byte
+	for _, v := range values {
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+	}
+	return string(b)
+}
+
+// GroupValues returns the values encoded in group (the inverse of
+// MakeGroup), or an error wrapping ErrInvalidGroup.
+func GroupValues(group string) ([]string, error) {
+	var vals []string
+	for len(group) > 0 {
+		n, k := uvarint(group)
+		if k <= 0 || n > uint64(len(group)-k) {
+			return nil, fmt.Errorf("%w: truncated after %d values", ErrInvalidGroup, len(vals))
+		}
+		vals = append(vals, group[k:k+int(n)])
+		group = group[k+int(n):]
+	}
+	return vals, nil
+}
+
+// uvarint is binary.Uvarint for a string.
+func uvarint(s string) (uint64, int) {
+	var x uint64
+	for i := 0; i < len(s) && i < binary.MaxVarintLen64; i++ {
+		c := s[i]
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return 0, -1
+			}
+			return x | uint64(c)<<(7*i), i + 1
+		}
+		x |= uint64(c&0x7f) << (7 * i)
+	}
+	return 0, 0
+}

@@ -1,0 +1,497 @@
+package schema
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// The fuzz targets use testConfig plus a numeric-histogram config, with
+// small length limits so that the fuzzer reaches the oversized paths.
+func fuzzConfigs() []Config {
+	a := testConfig()
+	a.MaxKeyLen, a.MaxStringLen = 16, 24
+	a.TimeFormat = TimeAuto
+	b := Config{
+		TimeField: "t", TimeFormat: TimeRFC3339, GroupBy: []string{"g"}, ValueField: "v", Lower: -1, Upper: 1,
+		ValueOptional: true, Histogram: &Histogram{Field: "v", Edges: []float64{-0.5, 0, 0.5}},
+		MinTime: -1e12, MaxTime: 4e12, MaxKeyLen: 8, MaxStringLen: 40,
+	}
+	return []Config{a, b}
+}
+
+// checkResult asserts the decoder's contract for one message: an error is
+// an *Error with a known reason and a configured (or empty) field name; an
+// event satisfies every invariant of Event.
+func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
+	t.Helper()
+	cfg := d.Config()
+	if err != nil {
+		var se *Error
+		if !errors.As(err, &se) || !errors.Is(err, ErrInvalidEvent) {
+			t.Fatalf("error %v is not an *Error wrapping ErrInvalidEvent", err)
+		}
+		if se.Reason == ReasonNone || int(se.Reason) >= NumReasons {
+			t.Fatalf("error %v has reason %d", err, se.Reason)
+		}
+		if se.Field != "" && d.lookup([]byte(se.Field)) < 0 {
+			t.Fatalf("error %v names a field that is not configured", err)
+		}
+		return
+	}
+	if e.Time < cfg.MinTime || e.Time > cfg.MaxTime {
+		t.Fatalf("time %d outside [%d, %d]", e.Time, cfg.MinTime, cfg.MaxTime)
+	}
+	if (cfg.UnitField != "") != (e.Unit != "") {
+		t.Fatalf("unit %q with unit field %q", e.Unit, cfg.UnitField)
+	}
+	if len(e.Unit) > 20+cfg.MaxStringLen || !utf8.ValidString(e.Unit) { // 20: digits of an integer unit
+		t.Fatalf("unit of length %d or invalid UTF-8", len(e.Unit))
+	}
+	vals, gerr := GroupValues(e.Group)
+	if gerr != nil || len(vals) != len(cfg.GroupBy) || MakeGroup(vals...) != e.Group {
+		t.Fatalf("group %q: values %q, %v", e.Group, vals, gerr)
+	}
+	for _, v := range vals {
+		if len(v) > max(20, cfg.MaxStringLen) || !utf8.ValidString(v) {
+			t.Fatalf("group value of length %d or invalid UTF-8", len(v))
+		}
+	}
+	if n := d.NumBuckets(); (n == 0 && e.Bucket != -1) || (n > 0 && (e.Bucket < 0 || e.Bucket >= n)) {
+		t.Fatalf("bucket %d with %d buckets", e.Bucket, n)
+	}
+	if e.HasValue && (math.IsNaN(e.Value) || math.IsInf(e.Value, 0)) {
+		t.Fatalf("value %g", e.Value)
+	}
+	if e.HasValue != (cfg.ValueField != "") && !cfg.ValueOptional {
+		t.Fatalf("HasValue %v with value field %q", e.HasValue, cfg.ValueField)
+	}
+}
+
+// refScanMsgpack is an independent first phase for msgpack messages: it
+// walks the map with msgpack/v5's own decoder and fills d.vals, returning
+// the reason as scanMsgpack would.
+func refScanMsgpack(d *Decoder, data []byte) Reason {
+	for i := range d.vals {
+		d.vals[i] = scalar{}
+	}
+	r := bytes.NewReader(data)
+	dec := msgpack.NewDecoder(r)
+	c, err := dec.PeekCode()
+	if err != nil {
+		return ReasonMalformed
+	}
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		if dec.Skip() != nil {
+			return ReasonMalformed
+		}
+		return ReasonNotAMap
+	}
+	n, err := dec.DecodeMapLen()
+	if err != nil {
+		return ReasonMalformed
+	}
+	for ; n > 0; n-- {
+		c, err := dec.PeekCode()
+		if err != nil {
+			return ReasonMalformed
+		}
+		if !msgpcode.IsString(c) {
+			if dec.Skip() != nil || dec.Skip() != nil {
+				return ReasonMalformed
+			}
+			continue
+		}
+		key, err := dec.DecodeString()
+		if err != nil {
+			return ReasonMalformed
+		}
+		if len(key) > d.cfg.MaxKeyLen {
+			return ReasonOversized
+		}
+		i := d.lookup([]byte(key))
+		if i < 0 {
+			if dec.Skip() != nil {
+				return ReasonMalformed
+			}
+			continue
+		}
+		v, ok := refScalar(dec, r)
+		if !ok {
+			return ReasonMalformed
+		}
+		if d.vals[i].k != kAbsent {
+			return ReasonDuplicateField
+		}
+		d.vals[i] = v
+	}
+	if r.Len() > 0 {
+		return ReasonTrailingData
+	}
+	return ReasonNone
+}
+
+// refScalar reads one value with msgpack/v5 and classifies it.
+func refScalar(dec *msgpack.Decoder, r *bytes.Reader) (scalar, bool) {
+	c, err := dec.PeekCode()
+	if err != nil {
+		return scalar{}, false
+	}
+	if msgpcode.IsExt(c) {
+		id, n, err := dec.DecodeExtHeader()
+		if err != nil || n > r.Len() {
+			return scalar{}, false
+		}
+		buf := make([]byte, n)
+		if err := dec.ReadFull(buf); err != nil {
+			return scalar{}, false
+		}
+		isTS := id == -1 && (c == msgpcode.FixExt4 || c == msgpcode.FixExt8 || (c == msgpcode.Ext8 && n == 12))
+		if !isTS {
+			return scalar{k: kOther}, true
+		}
+		// The timestamp extension as the msgpack spec defines it.
+		var sec int64
+		var nsec int64
+		switch n {
+		case 4:
+			sec = int64(binary.BigEndian.Uint32(buf))
+		case 8:
+			x := binary.BigEndian.Uint64(buf)
+			sec, nsec = int64(x&0x3ffffffff), int64(x>>34)
+		case 12:
+			nsec, sec = int64(binary.BigEndian.Uint32(buf)), int64(binary.BigEndian.Uint64(buf[4:]))
+		}
+		switch {
+		case nsec >= 1e9:
+			return scalar{k: kBadTime}, true
+		case sec > math.MaxInt64/1000-1 || sec < -(math.MaxInt64/1000-1):
+			return scalar{k: kTime, i: math.MaxInt64}, true
+		}
+		return scalar{k: kTime, i: time.Unix(sec, nsec).UnixMilli()}, true
+	}
+	if c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32 ||
+		msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
+		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
+		return scalar{k: kOther}, dec.Skip() == nil
+	}
+	v, err := dec.DecodeInterface()
+	if err != nil {
+		return scalar{}, false
+	}
+	return fromAny(v), true
+}
+
+// fromAny classifies a value decoded by msgpack/v5 or encoding/json (with
+// UseNumber).
+func fromAny(v any) scalar {
+	switch v := v.(type) {
+	case nil:
+		return scalar{k: kNil}
+	case bool:
+		return scalar{k: kBool, b: v}
+	case int8:
+		return scalar{k: kInt, i: int64(v)}
+	case int16:
+		return scalar{k: kInt, i: int64(v)}
+	case int32:
+		return scalar{k: kInt, i: int64(v)}
+	case int64:
+		return scalar{k: kInt, i: v}
+	case uint8:
+		return scalar{k: kInt, i: int64(v)}
+	case uint16:
+		return scalar{k: kInt, i: int64(v)}
+	case uint32:
+		return scalar{k: kInt, i: int64(v)}
+	case uint64:
+		if v <= math.MaxInt64 {
+			return scalar{k: kInt, i: int64(v)}
+		}
+		return scalar{k: kUint, u: v}
+	case float32:
+		return scalar{k: kFloat, f: float64(v)}
+	case float64:
+		return scalar{k: kFloat, f: v}
+	case string:
+		return scalar{k: kStr, s: []byte(v)}
+	case json.Number:
+		s := string(v)
+		if !strings.ContainsAny(s, ".eE") {
+			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return scalar{k: kInt, i: i}
+			}
+			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
+				return scalar{k: kUint, u: u}
+			}
+		}
+		f, _ := strconv.ParseFloat(s, 64)
+		return scalar{k: kFloat, f: f}
+	}
+	return scalar{k: kOther}
+}
+
+// refScanJSON is an independent first phase for JSON messages, with
+// encoding/json's tokenizer. uncertain reports a decoded string holding
+// U+FFFD, where encoding/json hides whether the input was valid UTF-8.
+func refScanJSON(d *Decoder, data []byte) (r Reason, uncertain bool) {
+	for i := range d.vals {
+		d.vals[i] = scalar{}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	trailing := func() Reason {
+		if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
+			return ReasonTrailingData
+		}
+		return ReasonNone
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return ReasonMalformed, false
+	}
+	if tok != json.Delim('{') {
+		if _, ok := tok.(json.Delim); ok {
+			// Consume the rest of the array; any syntax error is malformed.
+			depth := 1
+			for depth > 0 {
+				t, err := dec.Token()
+				if err != nil {
+					return ReasonMalformed, false
+				}
+				if t == json.Delim('[') || t == json.Delim('{') {
+					depth++
+				} else if t == json.Delim(']') || t == json.Delim('}') {
+					depth--
+				}
+			}
+		}
+		return ReasonNotAMap, false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ReasonMalformed, false
+		}
+		key := tok.(string)
+		uncertain = uncertain || strings.ContainsRune(key, utf8.RuneError)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return ReasonMalformed, false
+		}
+		if len(key) > d.cfg.MaxKeyLen {
+			return ReasonOversized, uncertain
+		}
+		i := d.lookup([]byte(key))
+		if i < 0 {
+			continue
+		}
+		var v any
+		vd := json.NewDecoder(bytes.NewReader(raw))
+		vd.UseNumber()
+		if err := vd.Decode(&v); err != nil {
+			return ReasonMalformed, false
+		}
+		if s, ok := v.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
+			uncertain = true
+		}
+		if d.vals[i].k != kAbsent {
+			return ReasonDuplicateField, uncertain
+		}
+		d.vals[i] = fromAny(v)
+	}
+	if _, err := dec.Token(); err != nil {
+		return ReasonMalformed, false
+	}
+	return trailing(), uncertain
+}
+
+// phase1 reports whether a reason comes from the first (syntax) phase,
+// whose order may differ between implementations on malformed input.
+func phase1(r Reason) bool {
+	return r == ReasonMalformed || r == ReasonOversized || r == ReasonDuplicateField
+}
+
+// compareRef decodes data with d and with the reference first phase plus
+// d's own second phase, and requires the same outcome.
+func compareRef(t *testing.T, d *Decoder, data []byte, refReason Reason) {
+	t.Helper()
+	var got Event
+	err := d.Decode(data, &got)
+	checkResult(t, d, &got, err)
+	var want Event
+	var werr error
+	if refReason != ReasonNone {
+		werr = &Error{Reason: refReason}
+	} else {
+		werr = d.build(&want)
+	}
+	gr, wr := ReasonOf(err), ReasonOf(werr)
+	switch {
+	case (gr == ReasonMalformed || wr == ReasonMalformed) && phase1(gr) && phase1(wr):
+		// Both saw bad syntax, perhaps after different first problems.
+	case err == nil && werr == nil:
+		if got != want {
+			t.Fatalf("Decode = %+v, reference %+v", got, want)
+		}
+	case err == nil || werr == nil || err.Error() != werr.Error():
+		t.Fatalf("Decode error %v, reference %v", err, werr)
+	}
+}
+
+func fuzzSeeds(f *testing.F, enc func(testing.TB, ...kv) []byte) {
+	base := testEvent()
+	f.Add(enc(f, base...))
+	f.Add(enc(f, with(base, "amount", del)...))
+	f.Add(enc(f, with(base, "user_id", 42)...))
+	f.Add(enc(f, with(with(base, "ts", "2024-05-01T12:00:00.5+01:00"), "x", []any{map[string]any{"a": nil}, 1.5, true})...))
+	f.Add(enc(f, kv{"t", "2024-05-01T12:00:00Z"}, kv{"g", "x"}, kv{"v", 0.25}))
+	f.Add(enc(f, kv{"t", "1969-12-31T23:59:59.999Z"}, kv{"g", 7}, kv{"v", nil}))
+}
+
+// FuzzDecodeMsgpack: Decode never panics, returns a valid event or an
+// error with a known reason, and agrees with a reference first phase built
+// on msgpack/v5's decoder.
+func FuzzDecodeMsgpack(f *testing.F) {
+	fuzzSeeds(f, encMP)
+	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x81, 0xa2, 't', 's', 0xd7, 0xff, 0, 0, 0, 0, 0x66, 0x32, 0x2e, 0x80})
+	var decs []*Decoder
+	for _, cfg := range fuzzConfigs() {
+		cfg.Format = FormatMsgpack
+		decs = append(decs, mustDecoder(f, cfg))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, d := range decs {
+			ref := refScanMsgpack(d, data)
+			compareRef(t, d, data, ref)
+		}
+	})
+}
+
+// FuzzDecodeJSON: as FuzzDecodeMsgpack, with encoding/json as reference.
+func FuzzDecodeJSON(f *testing.F) {
+	fuzzSeeds(f, encJS)
+	for _, s := range []string{`{"ts":1e400}`, `{"country":"\ud800\udc00"}`, `[{"a":[1,{}]}]`, ` {"ts" : -0 } `, `{"ts":1}{}`} {
+		f.Add([]byte(s))
+	}
+	var decs []*Decoder
+	for _, cfg := range fuzzConfigs() {
+		cfg.Format = FormatJSON
+		decs = append(decs, mustDecoder(f, cfg))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, d := range decs {
+			ref, uncertain := refScanJSON(d, data)
+			if uncertain {
+				var e Event
+				err := d.Decode(data, &e)
+				checkResult(t, d, &e, err)
+				continue
+			}
+			compareRef(t, d, data, ref)
+		}
+	})
+}
+
+// FuzzDecodeEquivalent: the msgpack and JSON encodings of the same fields,
+// in the same order, decode to the same event or the same error.
+func FuzzDecodeEquivalent(f *testing.F) {
+	f.Add(int64(1714564800123), "u-1", int64(0), "DE", "mobile", "checkout", 12.5, uint8(0))
+	f.Add(int64(1714564800), "", int64(-7), "", "x", "home", -0.0, uint8(0xff))
+	f.Add(int64(-1), "u", int64(1), "DE", "é", "other", 1e308, uint8(0x55))
+	d := mustDecoder(f, fuzzConfigs()[0])
+	f.Fuzz(func(t *testing.T, ts int64, unit string, unitInt int64, country, device, page string, amount float64, mask uint8) {
+		if math.IsNaN(amount) || math.IsInf(amount, 0) {
+			return // JSON cannot write these
+		}
+		for _, s := range []string{unit, country, device, page} {
+			if !utf8.ValidString(s) {
+				return // encoding/json would rewrite the string
+			}
+		}
+		kvs := []kv{{"ts", ts}, {"user_id", unit}, {"country", country}, {"device", device}, {"page", page}, {"amount", amount}}
+		if mask&1 != 0 {
+			kvs[1].v = unitInt
+		}
+		if mask&2 != 0 {
+			kvs[3].v = unitInt
+		}
+		if mask&4 != 0 {
+			kvs[2], kvs[5] = kvs[5], kvs[2]
+		}
+		if mask&8 != 0 {
+			kvs = append(kvs, kv{"extra", []any{country, map[string]any{device: page}}})
+		}
+		for bit, k := range []string{"ts", "user_id", "page", "amount"} {
+			if mask&(16<<bit) != 0 {
+				kvs = with(kvs, k, nil)
+			}
+		}
+		var em, ej Event
+		errM := d.Decode(encMP(t, kvs...), &em)
+		errJ := d.Decode(encJS(t, kvs...), &ej)
+		checkResult(t, d, &em, errM)
+		if (errM == nil) != (errJ == nil) || (errM != nil && errM.Error() != errJ.Error()) || em != ej {
+			t.Fatalf("msgpack: %+v, %v; JSON: %+v, %v", em, errM, ej, errJ)
+		}
+	})
+}
+
+// FuzzRFC3339 compares parseRFC3339 with time.Parse: whatever we accept,
+// time.Parse accepts (after upper-casing 'T' and 'Z', which RFC 3339
+// allows in lower case) with the same instant; whatever time.Parse accepts
+// we accept too if it has RFC 3339's shape, except offsets ≥ 24h or with
+// minutes ≥ 60 (time.Parse extensions).
+func FuzzRFC3339(f *testing.F) {
+	for _, s := range []string{"2024-05-01T12:00:00Z", "2024-02-29t23:59:59.999999999-07:30", "0000-01-01T00:00:00+23:59",
+		"9999-12-31T23:59:59.9999999999Z", "1969-12-31T23:59:59.9991Z", "2023-02-29T00:00:00Z", "2024-05-01T12:00:00,5Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseRFC3339([]byte(s))
+		canon := []byte(s)
+		if len(canon) > 10 && canon[10] == 't' {
+			canon[10] = 'T'
+		}
+		if n := len(canon); n > 0 && canon[n-1] == 'z' {
+			canon[n-1] = 'Z'
+		}
+		tm, err := time.Parse(time.RFC3339Nano, string(canon))
+		if ok {
+			if err != nil || tm.UnixMilli() != got {
+				t.Fatalf("%q: ours %d; time.Parse %d, %v", s, got, tm.UnixMilli(), err)
+			}
+			return
+		}
+		if err == nil && rfc3339Shape.MatchString(s) && !goOffsetExtension(s) {
+			t.Fatalf("%q: we reject, time.Parse gives %v", s, tm)
+		}
+	})
+}
+
+// rfc3339Shape is RFC 3339's date-time grammar (§5.6) without the range
+// checks: time.Parse also accepts one-digit hours and ',' fractions.
+var rfc3339Shape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$`)
+
+// goOffsetExtension reports an offset that time.Parse accepts but RFC 3339
+// does not (hours above 23 or minutes above 59).
+func goOffsetExtension(s string) bool {
+	if len(s) < 6 || (s[len(s)-6] != '+' && s[len(s)-6] != '-') {
+		return false
+	}
+	h, _ := strconv.Atoi(s[len(s)-5 : len(s)-3])
+	m, _ := strconv.Atoi(s[len(s)-2:])
+	return h > 23 || m > 59
+}

@@ -1,0 +1,171 @@
+package windows
+
+import "math"
+
+// Sensitivity bounds how far one privacy unit can move one released vector
+// (all groups of one aggregate of one window): the number of coordinates it
+// can change (L0), the largest change of one coordinate (Linf), and the L1
+// and L2 norms of the whole change. Every value is rounded up.
+type Sensitivity struct {
+	L0, L1, L2, Linf float64
+}
+
+// Sensitivities holds the sensitivity of every vector a window hands over,
+// derived from the bounds by Config.Sensitivities, never configured by hand.
+// Vectors of disabled aggregates have zero sensitivity.
+type Sensitivities struct {
+	// Histogram: Group.Histogram of all groups (groups × NumBuckets cells).
+	Histogram Sensitivity
+	// Count: Group.Count of all groups.
+	Count Sensitivity
+	// Sum: Group.Sum of all groups (clamped values).
+	Sum Sensitivity
+	// MeanSum: Group.CentredSum of all groups, Σ(v − mid).
+	MeanSum Sensitivity
+	// Values: Group.Values of all groups, the mean's denominator.
+	Values Sensitivity
+	// Units: Group.Units of all groups (distinct contributing units), for
+	// differentially private selection of which groups to release.
+	Units Sensitivity
+	// ReplaceOne is true when the bounds hold for replacing one unit by
+	// another (a MaxUnits cap is set) rather than adding or removing one.
+	ReplaceOne bool
+}
+
+// Sensitivities derives the sensitivity of every released vector from the
+// bounds. For a vector whose coordinates one unit can each move within
+// [lo, hi] (lo ≤ 0 ≤ hi), at most k of them:
+//
+//   - add/remove one unit: L0 = k, L∞ = max(−lo, hi), L1 = k·L∞,
+//     L2 = √k·L∞;
+//   - replace one unit (with a MaxUnits cap, keeping one unit can push out
+//     another): L0 = 2k, L∞ = hi − lo, L1 = 2k·max(−lo, hi),
+//     L2 = √(k·max((hi−lo)², 2·max(−lo, hi)²)) — a coordinate both units
+//     touch moves by at most hi − lo, one only one of them touches by at
+//     most max(−lo, hi).
+//
+// The per-vector (k, lo, hi), with G = MaxGroups, B = min(MaxBuckets,
+// NumBuckets), P = MaxPerBucket, V = MaxValues, mid = Lower/2 + Upper/2 and
+// h = max(Upper − mid, mid − Lower):
+//
+//	Histogram  k = G·B  [0, P]
+//	Count      k = G    [0, V]
+//	Values     k = G    [0, V]
+//	Units      k = G    [0, 1]
+//	Sum        k = G    [min(0, V·Lower), max(0, V·Upper)]
+//	MeanSum    k = G    [−V·h, V·h]
+//
+// With EventLevel every bound is 1 (one event touches one group, one cell,
+// and has at most one value). The config must be valid.
+func (c Config) Sensitivities() (Sensitivities, error) {
+	if err := c.Validate(); err != nil {
+		return Sensitivities{}, err
+	}
+	g, b, p, v := float64(c.MaxGroups), float64(min(c.MaxBuckets, c.NumBuckets)), float64(c.MaxPerBucket), float64(c.MaxValues)
+	if c.EventLevel {
+		g, b, p, v = 1, 1, 1, 1
+	}
+	replace := c.MaxUnits > 0 && !c.EventLevel
+	s := Sensitivities{ReplaceOne: replace}
+	if c.Histogram {
+		s.Histogram = vectorSensitivity(g*b, 0, p, replace)
+	}
+	if c.Count {
+		s.Count = vectorSensitivity(g, 0, v, replace)
+	}
+	if c.Sum || c.Mean {
+		s.Values = vectorSensitivity(g, 0, v, replace)
+	}
+	if c.Sum {
+		lo := min(0, mulDown(v, c.Lower))
+		hi := max(0, mulUp(v, c.Upper))
+		s.Sum = vectorSensitivity(g, lo, hi, replace)
+	}
+	if c.Mean {
+		h := mulUp(v, halfRange(c.Lower, c.Upper))
+		s.MeanSum = vectorSensitivity(g, -h, h, replace)
+	}
+	s.Units = vectorSensitivity(g, 0, 1, replace)
+	return s, nil
+}
+
+// midpoint is the centre used for Group.CentredSum: Lower/2 + Upper/2
+// (halving is exact for normal floats and cannot overflow).
+func midpoint(lower, upper float64) float64 { return lower/2 + upper/2 }
+
+// halfRange bounds |fl(v − mid)| for v in [lower, upper]: floating-point
+// subtraction is monotone, so fl(v − mid) lies in [fl(lower − mid),
+// fl(upper − mid)].
+func halfRange(lower, upper float64) float64 {
+	mid := midpoint(lower, upper)
+	return max(upper-mid, mid-lower)
+}
+
+// vectorSensitivity computes the bounds documented at Config.Sensitivities
+// for k coordinates each moving within [lo, hi].
+func vectorSensitivity(k, lo, hi float64, replace bool) Sensitivity {
+	a := max(-lo, hi) // largest |contribution| of one unit to one coordinate
+	if !replace {
+		return Sensitivity{L0: k, Linf: a, L1: mulUp(k, a), L2: mulUp(sqrtUp(k), a)}
+	}
+	w := addUp(hi, -lo) // largest move of a coordinate both units touch
+	per := max(mulUp(w, w), mulUp(2, mulUp(a, a)))
+	return Sensitivity{L0: 2 * k, Linf: w, L1: mulUp(2*k, a), L2: sqrtUp(mulUp(k, per))}
+}
+
+// Combine returns the sensitivity of the concatenation of vectors with the
+// given sensitivities, each holding for the same neighbouring relation:
+// L0 and L1 add, L2 adds in squares, L∞ is the largest. Use it to analyse
+// several aggregates of one window as one release.
+func Combine(s ...Sensitivity) Sensitivity {
+	var out Sensitivity
+	sq := 0.0
+	for _, x := range s {
+		out.L0 = addUp(out.L0, x.L0)
+		out.L1 = addUp(out.L1, x.L1)
+		sq = addUp(sq, mulUp(x.L2, x.L2))
+		out.Linf = max(out.Linf, x.Linf)
+	}
+	out.L2 = sqrtUp(sq)
+	return out
+}
+
+// mulUp returns a·b rounded up (towards +∞): the FMA residual a·b − fl(a·b)
+// is exact, and positive exactly when the rounded product is too small.
+func mulUp(a, b float64) float64 {
+	p := a * b
+	if math.FMA(a, b, -p) > 0 {
+		p = math.Nextafter(p, math.Inf(1))
+	}
+	return p
+}
+
+// mulDown returns a·b rounded down (towards −∞).
+func mulDown(a, b float64) float64 {
+	p := a * b
+	if math.FMA(a, b, -p) < 0 {
+		p = math.Nextafter(p, math.Inf(-1))
+	}
+	return p
+}
+
+// addUp returns a+b rounded up, using the exact TwoSum error term.
+func addUp(a, b float64) float64 {
+	s := a + b
+	bb := s - a
+	err := (a - (s - bb)) + (b - bb)
+	if err > 0 {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// sqrtUp returns √x rounded up: math.Sqrt is correctly rounded, and the FMA
+// residual s² − x is negative exactly when s < √x.
+func sqrtUp(x float64) float64 {
+	s := math.Sqrt(x)
+	if math.FMA(s, s, -x) < 0 {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
