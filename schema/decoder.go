@@ -166,7 +166,8 @@ func (d *Decoder) NumBuckets() int {
 	return d.cfg.Histogram.NumBuckets()
 }
 
-// Decode decodes one message into e. On error e is unspecified and the
+// Decode decodes one message into e (which must not be nil). It never
+// panics on any message. On error e is unspecified and the
 // error is an *Error carrying a Reason (ReasonOf) and at most a configured
 // field name, never message content.
 //

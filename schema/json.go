@@ -7,10 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// This file is a small JSON (RFC 8259) scanner for input events. It accepts
-// exactly the documents encoding/json accepts, reads only the configured
-// fields, never recurses, and allocates only when a container nesting depth
-// exceeds what its reused stack has held before.
+// This file is a small JSON (RFC 8259) scanner for input events. Its syntax
+// is encoding/json's (FuzzDecodeJSON compares the two), it reads only the
+// configured fields, never recurses, and allocates only when a container
+// nesting depth exceeds what its reused stack has held before. Strings of
+// configured fields must be valid UTF-8; skipped strings are not checked.
 
 // jsonWS returns the position of the first non-whitespace byte from p.
 func jsonWS(b []byte, p int) int {
