@@ -299,10 +299,10 @@ func TestUniformGroups(t *testing.T) {
 	}
 	w := tu.open[0]
 	counts := map[string]int{}
-	for i := 1; i < len(w.recs); i++ {
+	for i := uint32(1); i < w.recs.n; i++ {
 		var kept []string
-		for gi := w.recs[i].head; gi != 0; gi = w.grp[gi].next {
-			kept = append(kept, w.gkeys[w.grp[gi].gid])
+		for gi := w.recs.at(i).head; gi != 0; gi = w.grp.at(gi).next {
+			kept = append(kept, w.gkeys[w.grp.at(gi).gid])
 		}
 		counts[subsetKey(kept)]++
 	}
@@ -320,11 +320,11 @@ func TestUniformBuckets(t *testing.T) {
 	}
 	w := tu.open[0]
 	counts := map[string]int{}
-	for i := 1; i < len(w.recs); i++ {
+	for i := uint32(1); i < w.recs.n; i++ {
 		var kept []string
-		g := w.grp[w.recs[i].head]
-		for bi := g.bkts; bi != 0; bi = w.bkt[bi].next {
-			kept = append(kept, fmt.Sprint(w.bkt[bi].bucket))
+		g := w.grp.at(w.recs.at(i).head)
+		for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
+			kept = append(kept, fmt.Sprint(w.bkt.at(bi).bucket))
 		}
 		counts[subsetKey(kept)]++
 	}

@@ -28,7 +28,9 @@ func TestExactSumMatchesBigFloat(t *testing.T) {
 		"wide":      func() float64 { return math.Ldexp(r.Float64()-0.5, r.IntN(200)-100) },
 		"cancel":    func() float64 { return []float64{1e16, -1e16, 1, 0.1, -0.1, 3e-17}[r.IntN(6)] },
 		"subnormal": func() float64 { return math.Ldexp(float64(r.IntN(9)-4), -1074) },
-		"ties":      func() float64 { return []float64{1, math.Ldexp(1, -53), math.Ldexp(1, -106), -math.Ldexp(1, -53)}[r.IntN(4)] },
+		"ties": func() float64 {
+			return []float64{1, math.Ldexp(1, -53), math.Ldexp(1, -106), -math.Ldexp(1, -53)}[r.IntN(4)]
+		},
 	}
 	for name, gen := range gens {
 		for trial := 0; trial < 300; trial++ {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -28,7 +29,7 @@ func propCfg() Config {
 func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 	seqs := make([][]Event, parts)
 	for p := range seqs {
-		ts := int64(r.IntN(5_000))
+		ts := int64(r.IntN(5_000) + r.IntN(3)*25_000) // partitions may start far apart
 		for i := 0; i < perPart; i++ {
 			ts += int64(r.IntN(400))
 			t := ts + int64(r.IntN(6_000)) - 3_000
@@ -46,6 +47,11 @@ func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 			}
 			if r.IntN(4) != 0 {
 				e.Value, e.HasValue = r.NormFloat64()*4, true
+			}
+			if r.IntN(40) == 0 {
+				// A watermark hint, part of the partition's sequence: an
+				// event with Bucket −2 stands for Advance(p, Time).
+				seqs[p] = append(seqs[p], Event{Partition: int32(p), Time: ts - 2_000, Bucket: -2})
 			}
 			seqs[p] = append(seqs[p], e)
 		}
@@ -90,8 +96,14 @@ func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand) ([][
 		p := live[r.IntN(len(live))]
 		n := 1 + r.IntN(5) // a burst from one partition
 		for ; n > 0 && pos[p] < len(seqs[p]); n-- {
-			s, _ := tu.Add(seqs[p][pos[p]])
-			status[p] = append(status[p], s)
+			if e := seqs[p][pos[p]]; e.Bucket == -2 {
+				if err := tu.Advance(e.Partition, e.Time); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				s, _ := tu.Add(e)
+				status[p] = append(status[p], s)
+			}
 			pos[p]++
 		}
 		if r.IntN(8) == 0 {
@@ -163,6 +175,7 @@ func TestMergeEqualsSingleInstance(t *testing.T) {
 		r := rand.New(rand.NewPCG(7, 8))
 		seqs := genPartitions(r, 1, 2_000, 40)
 		// Instance by unit (or by event for event level): partitions keyed by unit.
+		seqs[0] = slices.DeleteFunc(seqs[0], func(e Event) bool { return e.Bucket == -2 })
 		split := [2][]Event{}
 		for _, e := range seqs[0] {
 			k := len(e.Unit) % 2

@@ -9,8 +9,10 @@ import (
 // This file holds the state of one open window.
 //
 // Unit mode. Every unit has a record in an open-addressing table keyed by
-// its 128-bit keyed hash (k0, k1). A unit's kept groups form a linked list
-// of grec, sorted by descending priority, so the head is the one to evict;
+// 96 bits of its 128-bit keyed hash (k0, k1): k1 and the top half of k0.
+// Two of n units collide with probability about n²/2^97 per window
+// (≈ 6·10^-14 for n = 10^8). A unit's kept groups form a linked list of
+// grec, sorted by descending priority, so the head is the one to evict;
 // each kept group has linked lists of kept buckets (brec) and kept values
 // (vrec), also sorted by descending priority. Records live in slabs indexed
 // by uint32 (index 0 is "none") with free lists, so the state holds no Go
@@ -18,7 +20,7 @@ import (
 //
 // Priorities (smaller is kept):
 //
-//	unit        k0                         (ties: k1)
+//	unit        top 32 bits of k0          (ties: k1)
 //	group       mix(k1, H(group))          (ties: group key)
 //	bucket      mix(group priority, b+1)   (ties: bucket)
 //	value       mix(k0, mix(part, offset)) top 32 bits (ties: value bits)
@@ -32,9 +34,15 @@ import (
 
 // urec is a tracked unit (24 bytes).
 type urec struct {
-	k0, k1 uint64
+	k1     uint64
+	k0     uint32 // top half of k0
 	events uint32 // all accepted events of the unit in the window (saturating)
 	head   uint32 // first kept group (highest priority)
+	// hp is the top 32 bits of the head group's priority when the unit
+	// holds MaxGroups groups, else 0. A new group whose priority has larger
+	// top bits can be neither kept nor already held, so it is rejected
+	// without walking the list (0 disables that shortcut).
+	hp uint32
 }
 
 // grec is a kept group of one unit (32 bytes).
@@ -101,11 +109,11 @@ type openWindow struct {
 	gfree []uint32
 
 	// Unit mode.
-	idx    []uint32 // open-addressing index into recs (0: empty), len power of 2
-	recs   []urec   // recs[0] unused
-	grp    []grec
-	bkt    []brec
-	val    []vrec
+	idx    []uint32   // open-addressing index into recs (0: empty), len power of 2
+	recs   slab[urec] // index 0 unused in every slab
+	grp    slab[grec]
+	bkt    slab[brec]
+	val    slab[vrec]
 	grpFr  uint32
 	bktFr  uint32
 	valFr  uint32
@@ -125,19 +133,47 @@ func newOpenWindow(t *Tumbling, start int64) *openWindow {
 	h.word(uint64(start))
 	h.word(tagWindow)
 	a, b := h.sum128()
+	if w := t.spare; w != nil {
+		// Reuse the slabs of a closed window: less allocation and GC work.
+		t.spare = nil
+		clear(w.idx)
+		for _, sl := range []interface{ reset() }{&w.recs, &w.grp, &w.bkt, &w.val} {
+			sl.reset()
+		}
+		*w = openWindow{
+			t: t, start: start, wk0: a, wk1: b, gidx: w.gidx,
+			gkeys: w.gkeys[:0], ghash: w.ghash[:0], grefs: w.grefs[:0], gfree: w.gfree[:0],
+			idx: w.idx, recs: w.recs, grp: w.grp, bkt: w.bkt, val: w.val,
+			capped: w.capped[:0], gheap: w.gheap[:0],
+		}
+		w.recs.push(urec{})
+		w.grp.push(grec{})
+		w.bkt.push(brec{})
+		w.val.push(vrec{})
+		return w
+	}
 	w := &openWindow{t: t, start: start, wk0: a, wk1: b, gidx: make(map[string]uint32)}
 	if !t.cfg.EventLevel {
 		w.idx = make([]uint32, 16)
-		w.recs = make([]urec, 1, 8)
-		w.grp = make([]grec, 1, 8)
-		if t.cfg.Histogram {
-			w.bkt = make([]brec, 1, 8)
-		}
-		if t.valued {
-			w.val = make([]vrec, 1, 8)
-		}
+		w.recs.push(urec{})
+		w.grp.push(grec{})
+		w.bkt.push(brec{})
+		w.val.push(vrec{})
 	}
 	return w
+}
+
+// recycle keeps a finished window's slabs for the next window. The slices
+// handed out in the Window (histograms, partials) belong to acc, which is
+// not kept.
+func (t *Tumbling) recycle(w *openWindow) {
+	if t.spare == nil && !t.cfg.EventLevel {
+		w.acc = nil
+		w.live = 0
+		clear(w.gidx)
+		clear(w.gkeys) // do not retain key strings
+		t.spare = w
+	}
 }
 
 // Domain-separation tags for the hashed messages.
@@ -200,12 +236,12 @@ func (w *openWindow) add(e *Event) {
 		h.str(e.Unit)
 	}
 	k0, k1 := h.sum128()
-	u := w.unit(k0, k1)
+	u := w.unit(uint32(k0>>32), k1)
 	if u == 0 {
 		w.drops.UnitCap++
 		return
 	}
-	r := &w.recs[u]
+	r := w.recs.at(u)
 	r.events = satInc(r.events)
 
 	cfg := &w.t.cfg
@@ -216,22 +252,26 @@ func (w *openWindow) add(e *Event) {
 		gh = w.groupHash(e.Group)
 	}
 	gp := mix(k1, gh)
+	if r.hp != 0 && uint32(gp>>32) > r.hp {
+		return // full, and above every kept group: bounded away
+	}
 
 	// Find the group among the unit's kept groups.
 	gi, n := r.head, 0
-	for gi != 0 && (!known || w.grp[gi].gid != gid) {
-		gi = w.grp[gi].next
+	for gi != 0 && (!known || w.grp.at(gi).gid != gid) {
+		gi = w.grp.at(gi).next
 		n++
 	}
 	if gi == 0 {
 		if n >= cfg.MaxGroups {
-			top := &w.grp[r.head]
+			top := w.grp.at(r.head)
 			if !w.groupLess(gp, e.Group, mix(k1, w.ghash[top.gid]), w.gkeys[top.gid]) {
 				return // bounded away; counted at release from r.events
 			}
 			old := r.head
 			r.head = top.next
 			w.freeGroup(old)
+			n--
 		}
 		if !known {
 			gid = w.intern(e.Group, gh)
@@ -241,24 +281,27 @@ func (w *openWindow) add(e *Event) {
 		// Insert sorted by descending priority.
 		prev := uint32(0)
 		cur := r.head
-		for cur != 0 && w.groupLess(gp, e.Group, mix(k1, w.ghash[w.grp[cur].gid]), w.gkeys[w.grp[cur].gid]) {
-			prev, cur = cur, w.grp[cur].next
+		for cur != 0 && w.groupLess(gp, e.Group, mix(k1, w.ghash[w.grp.at(cur).gid]), w.gkeys[w.grp.at(cur).gid]) {
+			prev, cur = cur, w.grp.at(cur).next
 		}
-		w.grp[gi].next = cur
+		w.grp.at(gi).next = cur
 		if prev == 0 {
-			w.recs[u].head = gi
+			r.head = gi
 		} else {
-			w.grp[prev].next = gi
+			w.grp.at(prev).next = gi
+		}
+		if n+1 == cfg.MaxGroups {
+			r.hp = uint32(mix(k1, w.ghash[w.grp.at(r.head).gid]) >> 32)
 		}
 	}
-	g := &w.grp[gi]
+	g := w.grp.at(gi)
 	g.events = satInc(g.events)
 	if cfg.Histogram && e.Bucket >= 0 {
 		g.hist = satInc(g.hist)
 		w.addBucket(gi, gp, uint32(e.Bucket))
 	}
 	if w.t.valued && e.HasValue {
-		g = &w.grp[gi]
+		g = w.grp.at(gi)
 		g.nvals = satInc(g.nvals)
 		p := uint32(mix(k0, mix(uint64(uint32(e.Partition)), uint64(e.Offset))) >> 32)
 		w.addValue(gi, p, e.Value)
@@ -274,10 +317,10 @@ func (w *openWindow) groupLess(pa uint64, ka string, pb uint64, kb string) bool 
 }
 
 func (w *openWindow) addBucket(gi uint32, gp uint64, b uint32) {
-	g := &w.grp[gi]
-	for bi := g.bkts; bi != 0; bi = w.bkt[bi].next {
-		if w.bkt[bi].bucket == b {
-			w.bkt[bi].count = satInc(w.bkt[bi].count)
+	g := w.grp.at(gi)
+	for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
+		if w.bkt.at(bi).bucket == b {
+			w.bkt.at(bi).count = satInc(w.bkt.at(bi).count)
 			return
 		}
 	}
@@ -290,24 +333,24 @@ func (w *openWindow) addBucket(gi uint32, gp uint64, b uint32) {
 	}
 	if int(g.nb) >= w.t.cfg.MaxBuckets {
 		top := g.bkts
-		if !less(bp, b, mix(gp, uint64(w.bkt[top].bucket)+1), w.bkt[top].bucket) {
+		if !less(bp, b, mix(gp, uint64(w.bkt.at(top).bucket)+1), w.bkt.at(top).bucket) {
 			return
 		}
-		g.bkts = w.bkt[top].next
+		g.bkts = w.bkt.at(top).next
 		w.freeBucket(top)
 		g.nb--
 	}
 	bi := w.newBucket(b)
-	g = &w.grp[gi]
+	g = w.grp.at(gi)
 	prev, cur := uint32(0), g.bkts
-	for cur != 0 && less(bp, b, mix(gp, uint64(w.bkt[cur].bucket)+1), w.bkt[cur].bucket) {
-		prev, cur = cur, w.bkt[cur].next
+	for cur != 0 && less(bp, b, mix(gp, uint64(w.bkt.at(cur).bucket)+1), w.bkt.at(cur).bucket) {
+		prev, cur = cur, w.bkt.at(cur).next
 	}
-	w.bkt[bi].next = cur
+	w.bkt.at(bi).next = cur
 	if prev == 0 {
 		g.bkts = bi
 	} else {
-		w.bkt[prev].next = bi
+		w.bkt.at(prev).next = bi
 	}
 	g.nb++
 }
@@ -322,27 +365,27 @@ func valueLess(pa uint32, va float64, pb uint32, vb float64) bool {
 }
 
 func (w *openWindow) addValue(gi uint32, p uint32, v float64) {
-	g := &w.grp[gi]
+	g := w.grp.at(gi)
 	if int(g.nv) >= w.t.cfg.MaxValues {
 		top := g.vals
-		if !valueLess(p, v, w.val[top].prio, w.val[top].v) {
+		if !valueLess(p, v, w.val.at(top).prio, w.val.at(top).v) {
 			return
 		}
-		g.vals = w.val[top].next
+		g.vals = w.val.at(top).next
 		w.freeValue(top)
 		g.nv--
 	}
 	vi := w.newValue(v, p)
-	g = &w.grp[gi]
+	g = w.grp.at(gi)
 	prev, cur := uint32(0), g.vals
-	for cur != 0 && valueLess(p, v, w.val[cur].prio, w.val[cur].v) {
-		prev, cur = cur, w.val[cur].next
+	for cur != 0 && valueLess(p, v, w.val.at(cur).prio, w.val.at(cur).v) {
+		prev, cur = cur, w.val.at(cur).next
 	}
-	w.val[vi].next = cur
+	w.val.at(vi).next = cur
 	if prev == 0 {
 		g.vals = vi
 	} else {
-		w.val[prev].next = vi
+		w.val.at(prev).next = vi
 	}
 	g.nv++
 }
@@ -358,26 +401,25 @@ func (w *openWindow) newGroup(gid uint32) uint32 {
 	var i uint32
 	if w.grpFr != 0 {
 		i = w.grpFr
-		w.grpFr = w.grp[i].next
+		w.grpFr = w.grp.at(i).next
 	} else {
-		i = uint32(len(w.grp))
-		w.grp = append(w.grp, grec{})
+		i = w.grp.push(grec{})
 	}
-	w.grp[i] = grec{gid: gid}
+	*w.grp.at(i) = grec{gid: gid}
 	return i
 }
 
 // freeGroup frees a kept group with its buckets and values and drops its
 // reference to the interned group.
 func (w *openWindow) freeGroup(i uint32) {
-	g := w.grp[i]
+	g := w.grp.at(i)
 	for b := g.bkts; b != 0; {
-		next := w.bkt[b].next
+		next := w.bkt.at(b).next
 		w.freeBucket(b)
 		b = next
 	}
 	for v := g.vals; v != 0; {
-		next := w.val[v].next
+		next := w.val.at(v).next
 		w.freeValue(v)
 		v = next
 	}
@@ -385,7 +427,7 @@ func (w *openWindow) freeGroup(i uint32) {
 	if w.grefs[g.gid] == 0 {
 		w.release(g.gid)
 	}
-	w.grp[i] = grec{next: w.grpFr}
+	*w.grp.at(i) = grec{next: w.grpFr}
 	w.grpFr = i
 }
 
@@ -393,17 +435,16 @@ func (w *openWindow) newBucket(b uint32) uint32 {
 	var i uint32
 	if w.bktFr != 0 {
 		i = w.bktFr
-		w.bktFr = w.bkt[i].next
+		w.bktFr = w.bkt.at(i).next
 	} else {
-		i = uint32(len(w.bkt))
-		w.bkt = append(w.bkt, brec{})
+		i = w.bkt.push(brec{})
 	}
-	w.bkt[i] = brec{bucket: b, count: 1}
+	*w.bkt.at(i) = brec{bucket: b, count: 1}
 	return i
 }
 
 func (w *openWindow) freeBucket(i uint32) {
-	w.bkt[i] = brec{next: w.bktFr}
+	*w.bkt.at(i) = brec{next: w.bktFr}
 	w.bktFr = i
 }
 
@@ -411,35 +452,34 @@ func (w *openWindow) newValue(v float64, p uint32) uint32 {
 	var i uint32
 	if w.valFr != 0 {
 		i = w.valFr
-		w.valFr = w.val[i].next
+		w.valFr = w.val.at(i).next
 	} else {
-		i = uint32(len(w.val))
-		w.val = append(w.val, vrec{})
+		i = w.val.push(vrec{})
 	}
-	w.val[i] = vrec{v: v, prio: p}
+	*w.val.at(i) = vrec{v: v, prio: p}
 	return i
 }
 
 func (w *openWindow) freeValue(i uint32) {
-	w.val[i] = vrec{next: w.valFr}
+	*w.val.at(i) = vrec{next: w.valFr}
 	w.valFr = i
 }
 
 // unit returns the record index of the unit (k0, k1), adding it if new, or
 // 0 if the unit is not kept under MaxUnits.
-func (w *openWindow) unit(k0, k1 uint64) uint32 {
+func (w *openWindow) unit(k0 uint32, k1 uint64) uint32 {
 	mask := uint64(len(w.idx) - 1)
 	for pos := k1 & mask; ; pos = (pos + 1) & mask {
 		i := w.idx[pos]
 		if i == 0 {
 			break
 		}
-		if r := &w.recs[i]; r.k0 == k0 && r.k1 == k1 {
+		if r := w.recs.at(i); r.k0 == k0 && r.k1 == k1 {
 			return i
 		}
 	}
 	if c := w.t.cfg.MaxUnits; c > 0 && w.live >= c {
-		top := &w.recs[w.capped[0]]
+		top := w.recs.at(w.capped[0])
 		if k0 > top.k0 || (k0 == top.k0 && k1 > top.k1) {
 			return 0
 		}
@@ -451,11 +491,10 @@ func (w *openWindow) unit(k0, k1 uint64) uint32 {
 	var i uint32
 	if w.recFr != 0 {
 		i = w.recFr
-		w.recFr = w.recs[i].head
-		w.recs[i] = urec{k0: k0, k1: k1}
+		w.recFr = w.recs.at(i).head
+		*w.recs.at(i) = urec{k0: k0, k1: k1}
 	} else {
-		i = uint32(len(w.recs))
-		w.recs = append(w.recs, urec{k0: k0, k1: k1})
+		i = w.recs.push(urec{k0: k0, k1: k1})
 	}
 	w.live++
 	w.place(i)
@@ -469,7 +508,7 @@ func (w *openWindow) unit(k0, k1 uint64) uint32 {
 // place puts record i into the index.
 func (w *openWindow) place(i uint32) {
 	mask := uint64(len(w.idx) - 1)
-	pos := w.recs[i].k1 & mask
+	pos := w.recs.at(i).k1 & mask
 	for w.idx[pos] != 0 {
 		pos = (pos + 1) & mask
 	}
@@ -478,9 +517,9 @@ func (w *openWindow) place(i uint32) {
 
 func (w *openWindow) grow() {
 	w.idx = make([]uint32, 2*len(w.idx))
-	for i := 1; i < len(w.recs); i++ {
-		if w.recs[i].events != 0 {
-			w.place(uint32(i))
+	for i := uint32(1); i < w.recs.n; i++ {
+		if w.recs.at(i).events != 0 {
+			w.place(i)
 		}
 	}
 }
@@ -488,7 +527,7 @@ func (w *openWindow) grow() {
 // slot returns the index position holding record i.
 func (w *openWindow) slot(i uint32) uint64 {
 	mask := uint64(len(w.idx) - 1)
-	pos := w.recs[i].k1 & mask
+	pos := w.recs.at(i).k1 & mask
 	for w.idx[pos] != i {
 		pos = (pos + 1) & mask
 	}
@@ -498,10 +537,10 @@ func (w *openWindow) slot(i uint32) uint64 {
 // evictTop removes the kept unit of largest priority (MaxUnits).
 func (w *openWindow) evictTop() {
 	i := w.capped[0]
-	r := w.recs[i]
+	r := w.recs.at(i)
 	w.drops.UnitCap += int64(r.events)
 	for g := r.head; g != 0; {
-		next := w.grp[g].next
+		next := w.grp.at(g).next
 		w.freeGroup(g)
 		g = next
 	}
@@ -518,7 +557,7 @@ func (w *openWindow) evictTop() {
 	w.idx[pos] = 0
 	for next := (pos + 1) & mask; w.idx[next] != 0; next = (next + 1) & mask {
 		j := w.idx[next]
-		home := w.recs[j].k1 & mask
+		home := w.recs.at(j).k1 & mask
 		// Move j into the hole if its home is not cyclically in (pos, next].
 		if (next-home)&mask >= (next-pos)&mask {
 			w.idx[pos] = j
@@ -527,7 +566,7 @@ func (w *openWindow) evictTop() {
 		}
 	}
 	// Free the record (events == 0 marks a free record).
-	w.recs[i] = urec{head: w.recFr}
+	*w.recs.at(i) = urec{head: w.recFr}
 	w.recFr = i
 	w.live--
 }
@@ -535,7 +574,7 @@ func (w *openWindow) evictTop() {
 // unitAbove orders units by descending priority (k0, then k1) for the
 // max-heap of MaxUnits.
 func (w *openWindow) unitAbove(a, b uint32) bool {
-	ra, rb := &w.recs[a], &w.recs[b]
+	ra, rb := w.recs.at(a), w.recs.at(b)
 	if ra.k0 != rb.k0 {
 		return ra.k0 > rb.k0
 	}
@@ -684,14 +723,14 @@ func (w *openWindow) finish() Window {
 	if !cfg.EventLevel {
 		w.acc = make([]gacc, len(w.gkeys))
 		perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
-		for u := 1; u < len(w.recs); u++ {
-			r := &w.recs[u]
+		for u := uint32(1); u < w.recs.n; u++ {
+			r := w.recs.at(u)
 			if r.events == 0 {
 				continue // free record
 			}
 			kept := int64(0)
-			for gi := r.head; gi != 0; gi = w.grp[gi].next {
-				g := &w.grp[gi]
+			for gi := r.head; gi != 0; gi = w.grp.at(gi).next {
+				g := w.grp.at(gi)
 				a := &w.acc[g.gid]
 				kept += int64(g.events)
 				a.units++
@@ -704,8 +743,8 @@ func (w *openWindow) finish() Window {
 						a.hist = make([]int64, cfg.NumBuckets)
 					}
 					inCells := int64(0)
-					for bi := g.bkts; bi != 0; bi = w.bkt[bi].next {
-						b := &w.bkt[bi]
+					for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
+						b := w.bkt.at(bi)
 						inCells += int64(b.count)
 						a.hist[b.bucket] += int64(min(b.count, perBucket))
 						out.Drops.PerBucket += int64(b.count - min(b.count, perBucket))
@@ -713,8 +752,8 @@ func (w *openWindow) finish() Window {
 					out.Drops.Buckets += int64(g.hist) - inCells
 				}
 				if w.t.valued {
-					for vi := g.vals; vi != 0; vi = w.val[vi].next {
-						w.addClamped(a, w.val[vi].v)
+					for vi := g.vals; vi != 0; vi = w.val.at(vi).next {
+						w.addClamped(a, w.val.at(vi).v)
 					}
 					out.Drops.Values += int64(g.nvals) - int64(g.nv)
 				}
@@ -750,9 +789,9 @@ func (w *openWindow) finish() Window {
 // (unit table and kept records) and per-group state (interned groups and
 // accumulators).
 func (w *openWindow) memory() (unitBytes, groupBytes int64) {
-	unitBytes = int64(cap(w.idx))*4 + int64(cap(w.recs))*urecBytes +
-		int64(cap(w.grp))*grecBytes + int64(cap(w.bkt))*brecBytes +
-		int64(cap(w.val))*vrecBytes + int64(cap(w.capped))*4
+	unitBytes = int64(cap(w.idx))*4 + w.recs.capacity()*urecBytes +
+		w.grp.capacity()*grecBytes + w.bkt.capacity()*brecBytes +
+		w.val.capacity()*vrecBytes + int64(cap(w.capped))*4
 	groupBytes = int64(cap(w.gkeys))*groupBytes + int64(cap(w.gheap))*4
 	for _, k := range w.gkeys {
 		groupBytes += int64(len(k))

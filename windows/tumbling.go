@@ -75,6 +75,7 @@ type Tumbling struct {
 	revoked map[int32]struct{}
 	open    map[int64]*openWindow
 	cur     *openWindow // last window added to
+	spare   *openWindow // a finished window whose slabs the next one reuses
 
 	started bool  // next is set
 	next    int64 // start of the next window to emit
@@ -337,6 +338,12 @@ func (t *Tumbling) Poll(limit int) []Window {
 		for s := range t.open {
 			first = min(first, s)
 		}
+		// Fix the first window only once it closes: until then an event
+		// for an earlier window may still arrive on a partition that is
+		// behind, and must not be judged late by the timing of Poll.
+		if first+t.size+t.late > wm {
+			return nil
+		}
 		t.next, t.started = first, true
 	}
 	var out []Window
@@ -347,6 +354,7 @@ func (t *Tumbling) Poll(limit int) []Window {
 			if t.cur == w {
 				t.cur = nil
 			}
+			t.recycle(w)
 		} else {
 			out = append(out, Window{Start: t.next, End: t.next + t.size, EventLevel: t.cfg.EventLevel, Sensitivity: t.sens, Partials: 1})
 		}
@@ -367,7 +375,7 @@ type MemoryStats struct {
 	// UnitBytes is held by per-unit state (unit table, kept groups, cells
 	// and values); GroupBytes by interned groups and event-level
 	// accumulators. Slab capacity is counted, so the figures include
-	// growth slack.
+	// growth slack and the slabs of one closed window kept for reuse.
 	UnitBytes, GroupBytes int64
 }
 
@@ -377,7 +385,14 @@ func (m MemoryStats) Bytes() int64 { return m.UnitBytes + m.GroupBytes }
 // Memory estimates the memory held by the open windows.
 func (t *Tumbling) Memory() MemoryStats {
 	m := MemoryStats{Windows: int64(len(t.open))}
+	ws := make([]*openWindow, 0, len(t.open)+1)
 	for _, w := range t.open {
+		ws = append(ws, w)
+	}
+	if t.spare != nil {
+		ws = append(ws, t.spare) // retained for reuse: held, but not open
+	}
+	for _, w := range ws {
 		u, g := w.memory()
 		m.UnitBytes += u
 		m.GroupBytes += g

@@ -75,6 +75,11 @@ func TestBoundaries(t *testing.T) {
 		{name: "empty windows between data are emitted", ops: []op{
 			{add: ev(0, 0)}, {add: ev(0, 3*s+1)}, {advance: [2]int64{0, 4*s + 2_000}}, pollOp(0, s, 2*s, 3*s),
 		}},
+		{name: "a poll before anything closes does not fix the first window", ops: []op{
+			{assign: []int32{0, 1}}, {advance: [2]int64{1, 3_000}}, {add: ev(0, 5*s)}, pollOp(),
+			{add: ev(1, 5_000)}, {advance: [2]int64{0, 7 * s}}, {advance: [2]int64{1, 7 * s}},
+			pollOp(0, s, 2*s, 3*s, 4*s, 5*s),
+		}},
 		{name: "nothing before the first data window", ops: []op{
 			{add: ev(0, 5*s)}, {advance: [2]int64{0, 7 * s}}, pollOp(5 * s),
 		}},
