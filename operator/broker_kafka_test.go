@@ -9,6 +9,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"net"
 	"os"
 	"strings"
@@ -82,8 +83,28 @@ func produce(t testing.TB, brokers []string, topic string, msgs []kafka.Message)
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		t.Fatalf("producing %d messages to %s: %v", len(msgs), topic, err)
+	// A new topic may be unknown to the writer's metadata cache for a
+	// moment: retry until the deadline.
+	for {
+		err := w.WriteMessages(ctx, msgs...)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("producing %d messages to %s: %v", len(msgs), topic, err)
+		}
+		// Retry only the messages that failed (no duplicates).
+		var we kafka.WriteErrors
+		if errors.As(err, &we) {
+			var failed []kafka.Message
+			for i, e := range we {
+				if e != nil {
+					failed = append(failed, msgs[i])
+				}
+			}
+			msgs = failed
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

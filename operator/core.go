@@ -36,11 +36,11 @@ func partitionID(topics []string, t tp) (int32, error) {
 type outcome uint8
 
 const (
-	outAccepted outcome = iota
-	outSkipped          // bad input (reason set)
-	outLate             // a closed window, or a window before the last final one
-	outDropped          // dropped by the windows package for another reason
-	outNotPublic        // a group outside privacy.public_groups
+	outAccepted  outcome = iota
+	outSkipped           // bad input (reason set)
+	outLate              // a closed window, or a window before the last final one
+	outDropped           // dropped by the windows package for another reason
+	outNotPublic         // a group outside privacy.public_groups
 )
 
 // core is the operator's state for one consumer group generation: the
@@ -57,7 +57,6 @@ type core struct {
 	topics []string // sorted input topics
 	dec    *schema.Decoder
 	agg    *windows.Tumbling
-	ev     schema.Event
 	public map[string]bool // nil: every group
 
 	// holds[start][partition] is the smallest offset of an event accepted
@@ -118,27 +117,50 @@ func (c *core) assign(parts []tp) error {
 	return nil
 }
 
-// handle processes one input message.
+// item is one input message decoded by a fetcher (decoding runs on the
+// fetch goroutines, one decoder each, in parallel with the core loop).
+type item struct {
+	m      kafka.Message
+	ev     schema.Event
+	reason schema.Reason // ReasonNone: ev is valid
+}
+
+// decode fills it.ev and it.reason from it.m with dec.
+func decode(dec *schema.Decoder, it *item) {
+	if err := dec.Decode(it.m.Value, &it.ev); err != nil {
+		it.reason = schema.ReasonOf(err)
+		if it.reason == schema.ReasonNone {
+			it.reason = schema.ReasonMalformed
+		}
+	}
+}
+
+// handle decodes and processes one input message.
 func (c *core) handle(m *kafka.Message) (outcome, schema.Reason, windows.Status) {
+	it := item{m: *m}
+	decode(c.dec, &it)
+	return c.handleItem(&it)
+}
+
+// handleItem processes one decoded input message.
+func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
+	m := &it.m
 	id, err := partitionID(c.topics, tp{m.Topic, m.Partition})
 	if err != nil {
 		return outDropped, schema.ReasonNone, windows.Unassigned
 	}
 	c.next[id] = m.Offset + 1
 	c.hwm[id] = m.HighWaterMark
-	if err := c.dec.Decode(m.Value, &c.ev); err != nil {
-		r := schema.ReasonOf(err)
-		if r == schema.ReasonNone {
-			r = schema.ReasonMalformed
-		}
-		return outSkipped, r, 0
+	if it.reason != schema.ReasonNone {
+		return outSkipped, it.reason, 0
 	}
-	if c.public != nil && !c.public[c.ev.Group] {
+	ev := &it.ev
+	if c.public != nil && !c.public[ev.Group] {
 		return outNotPublic, schema.ReasonNone, 0
 	}
 	st, start := c.agg.Add(windows.Event{
-		Partition: id, Offset: m.Offset, Time: c.ev.Time, Unit: c.ev.Unit, Group: c.ev.Group,
-		Bucket: c.ev.Bucket, Value: c.ev.Value, HasValue: c.ev.HasValue,
+		Partition: id, Offset: m.Offset, Time: ev.Time, Unit: ev.Unit, Group: ev.Group,
+		Bucket: ev.Bucket, Value: ev.Value, HasValue: ev.HasValue,
 	})
 	switch st {
 	case windows.Accepted:

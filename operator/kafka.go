@@ -6,8 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -131,26 +134,57 @@ func (s SASLConfig) mechanism() (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("%w: kafka.sasl.mechanism: %q is not plain, scram-sha-256 or scram-sha-512", ErrConfig, s.Mechanism)
 }
 
-// partitions returns the partition ids of each topic, sorted. A missing
-// topic is an error.
+// partitionInfo returns the partitions of each topic, from a metadata
+// request sent to a broker (kafka-go's Transport answers metadata from a
+// cache that does not see topics other clients created). A missing topic
+// is an error.
+func (c *clients) partitionInfo(ctx context.Context, topics ...string) (map[string][]kafka.Partition, error) {
+	var lastErr error
+	for _, b := range c.brokers {
+		conn, err := c.dialer.DialContext(ctx, "tcp", b)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if dl, ok := ctx.Deadline(); ok {
+			_ = conn.SetDeadline(dl)
+		} else {
+			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		}
+		ps, err := conn.ReadPartitions(topics...)
+		conn.Close()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		out := make(map[string][]kafka.Partition, len(topics))
+		for _, p := range ps {
+			if p.Error != nil {
+				return nil, fmt.Errorf("%w: topic %s/%d: %v", ErrKafka, p.Topic, p.ID, p.Error)
+			}
+			out[p.Topic] = append(out[p.Topic], p)
+		}
+		for _, t := range topics {
+			if len(out[t]) == 0 {
+				return nil, fmt.Errorf("%w: topic %s has no partitions (does it exist?)", ErrKafka, t)
+			}
+			slices.SortFunc(out[t], func(a, b kafka.Partition) int { return a.ID - b.ID })
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("%w: metadata: %v", ErrKafka, lastErr)
+}
+
+// partitions returns the partition ids of each topic, sorted.
 func (c *clients) partitions(ctx context.Context, topics ...string) (map[string][]int, error) {
-	md, err := c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	info, err := c.partitionInfo(ctx, topics...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: metadata: %v", ErrKafka, err)
+		return nil, err
 	}
-	out := make(map[string][]int, len(topics))
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			return nil, fmt.Errorf("%w: topic %s: %v", ErrKafka, t.Name, t.Error)
-		}
-		for _, p := range t.Partitions {
-			out[t.Name] = append(out[t.Name], p.ID)
-		}
-		slices.Sort(out[t.Name])
-	}
-	for _, t := range topics {
-		if len(out[t]) == 0 {
-			return nil, fmt.Errorf("%w: topic %s has no partitions (does it exist?)", ErrKafka, t)
+	out := make(map[string][]int, len(info))
+	for t, ps := range info {
+		for _, p := range ps {
+			out[t] = append(out[t], p.ID)
 		}
 	}
 	return out, nil
@@ -180,23 +214,26 @@ func (c *clients) createTopics(ctx context.Context, partitions int, configs map[
 }
 
 // endOffsets returns the first and the end (high watermark) offset of every
-// partition of topic.
-func (c *clients) endOffsets(ctx context.Context, topic string, parts []int) (first, end map[int]int64, err error) {
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for _, p := range parts {
-		req.Topics[topic] = append(req.Topics[topic], kafka.FirstOffsetOf(p), kafka.LastOffsetOf(p))
-	}
-	res, err := c.client.ListOffsets(ctx, req)
+// partition of topic, asking each partition's leader.
+func (c *clients) endOffsets(ctx context.Context, topic string) (first, end map[int]int64, err error) {
+	info, err := c.partitionInfo(ctx, topic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: list offsets of %s: %v", ErrKafka, topic, err)
+		return nil, nil, err
 	}
 	first, end = map[int]int64{}, map[int]int64{}
-	for _, po := range res.Topics[topic] {
-		if po.Error != nil {
-			return nil, nil, fmt.Errorf("%w: list offsets of %s/%d: %v", ErrKafka, topic, po.Partition, po.Error)
+	for _, p := range info[topic] {
+		addr := net.JoinHostPort(p.Leader.Host, strconv.Itoa(p.Leader.Port))
+		conn, err := c.dialer.DialLeader(ctx, "tcp", addr, topic, p.ID)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: offsets of %s/%d: %v", ErrKafka, topic, p.ID, err)
 		}
-		first[po.Partition] = po.FirstOffset
-		end[po.Partition] = po.LastOffset
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		f, l, err := conn.ReadOffsets()
+		conn.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: offsets of %s/%d: %v", ErrKafka, topic, p.ID, err)
+		}
+		first[p.ID], end[p.ID] = f, l
 	}
 	return first, end, nil
 }
@@ -206,15 +243,12 @@ func (c *clients) endOffsets(ctx context.Context, topic string, parts []int) (fi
 // watermark measured at the call, calling fn for each. It is used at start
 // to learn what was already published.
 func (c *clients) scanTopic(ctx context.Context, topic string, from map[int]int64, fn func(kafka.Message) error) error {
-	parts, err := c.partitions(ctx, topic)
+	first, end, err := c.endOffsets(ctx, topic)
 	if err != nil {
 		return err
 	}
-	first, end, err := c.endOffsets(ctx, topic, parts[topic])
-	if err != nil {
-		return err
-	}
-	for _, p := range parts[topic] {
+	parts := slices.Sorted(maps.Keys(end))
+	for _, p := range parts {
 		start := first[p]
 		if o, ok := from[p]; ok && o > start {
 			start = o

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -77,8 +79,8 @@ func WithRegistry(r *prometheus.Registry) Option { return func(o *Operator) { o.
 // privacy.key_file / privacy.key_env.
 func WithKey(k privacy.Key) Option { return func(o *Operator) { o.key = k } }
 
-// WithReleaseHook calls fn, on the operator's goroutine, after every window
-// is published. fn must not block for long.
+// WithReleaseHook calls fn, on the operator's publishing goroutine, after
+// every window is published. fn must not block for long.
 func WithReleaseHook(fn func(Published)) Option { return func(o *Operator) { o.hook = fn } }
 
 // New validates cfg, loads the key, calibrates every released vector and
@@ -221,6 +223,11 @@ func (o *Operator) Run(ctx context.Context) error {
 				return err
 			}
 		}
+		// The input topics must exist before joining, or the first
+		// assignment is empty.
+		if _, err := cl.partitions(ctx, k.InputTopics...); err != nil {
+			return err
+		}
 		o.health.set(false, "reading the state and output topics")
 		r, err := recoverState(ctx, cl, k.stateTopic(), k.GroupID, k.OutputTopic)
 		if err != nil {
@@ -230,6 +237,10 @@ func (o *Operator) Run(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			o.log.Info("stopped before the setup completed")
+			return nil
+		}
 		return err
 	}
 	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "published_pending", len(rec.published),
@@ -259,8 +270,12 @@ func (o *Operator) Run(ctx context.Context) error {
 		RebalanceTimeout: k.SessionTimeout,
 		JoinGroupBackoff: k.RetryBackoff,
 		StartOffset:      startOffset,
-		Logger:           kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:      kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go group: " + fmt.Sprintf(f, a...)) }),
+		// Rebalance when input partitions appear (a topic created after
+		// the join, or partitions added), so the assignment stays complete.
+		WatchPartitionChanges:  true,
+		PartitionWatchInterval: 5 * time.Second,
+		Logger:                 kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go group: " + fmt.Sprintf(f, a...)) }),
+		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go group: " + fmt.Sprintf(f, a...)) }),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: consumer group: %v", ErrKafka, err)
@@ -320,7 +335,9 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// partition, or two instances would publish different releases of the
 	// same window. Refuse to consume with a partial assignment.
 	var total int
-	err := o.retry(ctxOr(ctx, gctx), "metadata", func(c context.Context) error {
+	mctx, mcancel := ctxOr(ctx, gctx)
+	defer mcancel()
+	err := o.retry(mctx, "metadata", func(c context.Context) error {
 		parts, err := st.cl.partitions(c, k.InputTopics...)
 		if err != nil {
 			return err
@@ -339,7 +356,12 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		o.log.Error("this instance was assigned only part of the input partitions; it will not consume. "+
 			"Run exactly one dpstream instance per consumer group (scale-out needs the merge stage)",
 			"assigned", len(assigned), "partitions", total, "generation", gen.ID)
+		// Leave the generation after a pause, so that a topic created or
+		// grown after the join gets a fresh, complete assignment.
+		t := time.NewTimer(min(5*time.Second, k.RetryBackoffMax))
+		defer t.Stop()
 		select {
+		case <-t.C:
 		case <-gctx.Done():
 		case <-ctx.Done():
 		}
@@ -359,7 +381,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// below owns all state.
 	fctx, stopFetch := context.WithCancel(gctx)
 	defer stopFetch()
-	msgs := make(chan kafka.Message, 4096)
+	msgs := make(chan []item, 64)
 	var fwg sync.WaitGroup
 	for topic, pas := range gen.Assignments {
 		for _, pa := range pas {
@@ -402,43 +424,101 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		committed = offs
 	}
 
-	publishClosed := func(c2 context.Context) error {
+	// Publication runs on its own goroutine so that consumption does not
+	// stall while releases and the state record are written; windows are
+	// published in order, and a window's events hold back commits until
+	// the publisher reports it final.
+	type job struct {
+		ws       []windows.Window
+		closedAt time.Time
+	}
+	type result struct {
+		starts []int64
+		err    error
+	}
+	jobs := make(chan job, 64)
+	results := make(chan result, 64)
+	pctx, pcancel := context.WithCancel(gctx)
+	defer pcancel()
+	pubDone := make(chan struct{})
+	go func() {
+		defer close(pubDone)
+		for j := range jobs {
+			err := o.publish(pctx, st, j.ws, j.closedAt)
+			var starts []int64
+			if err == nil {
+				for _, w := range j.ws {
+					starts = append(starts, w.Start)
+				}
+			}
+			results <- result{starts, err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	pending := 0 // jobs sent and not yet reported
+	handle := func(r result) error {
+		pending--
+		if r.err != nil {
+			return r.err
+		}
+		c.final(r.starts...)
+		return nil
+	}
+	pollClosed := func() {
+		if pending >= cap(jobs) {
+			return // the publisher is behind (broker down): back-pressure
+		}
 		ws := c.poll(o.now())
 		if len(ws) == 0 {
+			return
+		}
+		o.m.windowsClosed.Add(float64(len(ws)))
+		jobs <- job{ws, o.now()}
+		pending++
+	}
+	// finish waits for every pending publication (until c2 ends).
+	finish := func(c2 context.Context) error {
+		close(jobs)
+		for pending > 0 {
+			select {
+			case r := <-results:
+				if err := handle(r); err != nil {
+					return err
+				}
+			case <-c2.Done():
+				pcancel()
+				<-pubDone
+				return c2.Err()
+			}
+		}
+		<-pubDone
+		return nil
+	}
+	fail := func(err error) error {
+		if errors.Is(err, errCrash) {
+			return err // a simulated crash: no drain, no commit
+		}
+		if gctx.Err() != nil || ctx.Err() != nil {
 			return nil
 		}
-		closedAt := o.now()
-		o.m.windowsClosed.Add(float64(len(ws)))
-		if err := o.publish(c2, st, ws, closedAt); err != nil {
-			return err
-		}
-		for _, w := range ws {
-			c.final(w.Start)
-		}
-		return nil
+		return err
 	}
 
 	for {
 		select {
-		case m := <-msgs:
-			o.consume(c, &m, &dlq)
-			// Drain what is buffered without going back to select.
-			for n := 0; n < 1024; n++ {
-				select {
-				case m := <-msgs:
-					o.consume(c, &m, &dlq)
-					continue
-				default:
-				}
-				break
+		case batch := <-msgs:
+			for i := range batch {
+				o.consume(c, &batch[i], &dlq)
+			}
+		case r := <-results:
+			if err := handle(r); err != nil {
+				close(jobs)
+				return fail(err)
 			}
 		case <-tick.C:
-			if err := publishClosed(gctx); err != nil {
-				if gctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
+			pollClosed()
 			o.m.windowsOpen.Set(float64(c.openWindows()))
 			c.lags(func(t tp, lag int64) { o.m.setLag(t.topic, t.partition, lag) })
 			if o.now().Sub(lastCommit) >= k.CommitInterval {
@@ -452,8 +532,11 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			stopFetch()
 			o.health.set(false, "rebalancing")
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := finish(dctx); errors.Is(err, errCrash) {
+				return err
+			}
 			flushAndCommit(dctx)
-			cancel()
 			o.log.Info("generation ended", "generation", gen.ID)
 			return nil
 		case <-ctx.Done():
@@ -464,14 +547,20 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			defer cancel()
 			for {
 				select {
-				case m := <-msgs:
-					o.consume(c, &m, &dlq)
+				case batch := <-msgs:
+					for i := range batch {
+						o.consume(c, &batch[i], &dlq)
+					}
 					continue
 				default:
 				}
 				break
 			}
-			if err := publishClosed(dctx); err != nil {
+			pollClosed()
+			if err := finish(dctx); err != nil {
+				if errors.Is(err, errCrash) {
+					return err
+				}
 				o.log.Warn("drain: publishing closed windows failed", "err", err)
 			}
 			flushAndCommit(dctx)
@@ -481,10 +570,11 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	}
 }
 
-// consume feeds one message to the core and counts the outcome.
-func (o *Operator) consume(c *core, m *kafka.Message, dlq *[]kafka.Message) {
+// consume feeds one decoded message to the core and counts the outcome.
+func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message) {
+	m := &it.m
 	o.m.eventIn(m.Topic)
-	out, reason, status := c.handle(m)
+	out, reason, status := c.handleItem(it)
 	switch out {
 	case outAccepted:
 		o.m.decoded.Inc()
@@ -598,47 +688,141 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	return nil
 }
 
-// fetch reads one partition from pa.Offset and sends its messages to out
-// until ctx ends, retrying errors with backoff.
-func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafka.PartitionAssignment, out chan<- kafka.Message) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:        cl.brokers,
-		Topic:          topic,
-		Partition:      pa.ID,
-		Dialer:         cl.dialer,
-		MinBytes:       1,
-		MaxBytes:       8 << 20,
-		MaxWait:        250 * time.Millisecond,
-		QueueCapacity:  1000,
-		ReadBackoffMin: 100 * time.Millisecond,
-		ReadBackoffMax: o.cfg.Kafka.RetryBackoffMax,
-		ErrorLogger:    kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go reader: " + fmt.Sprintf(f, a...)) }),
-	})
-	defer r.Close()
-	if err := r.SetOffset(pa.Offset); err != nil {
-		o.log.Error("setting the start offset failed", "topic", topic, "partition", pa.ID, "err", err)
+// fetchMaxWait is how long a fetch waits at the broker for new data.
+const fetchMaxWait = 250 * time.Millisecond
+
+// fetch reads one partition from pa.Offset and sends its messages, one
+// fetched batch at a time, to out until ctx ends. It talks to the
+// partition's leader directly (kafka-go's Reader hands messages over one at
+// a time through channels, which costs more than the whole pipeline behind
+// it); broker errors are retried with backoff, a lost leader is looked up
+// again.
+func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafka.PartitionAssignment, out chan<- []item) {
+	dec, err := schema.NewDecoder(o.cfg.Schema)
+	if err != nil { // validated in New; never here
+		o.log.Error("decoder", "err", err)
 		return
 	}
+	offset := pa.Offset
 	backoff := o.cfg.Kafka.RetryBackoff
-	for {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
+	var conn *kafka.Conn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	fail := func(op string, err error) bool {
+		if ctx.Err() != nil {
+			return false
+		}
+		o.m.brokerErrors.WithLabelValues(op).Inc()
+		o.log.Warn("fetch failed; retrying", "op", op, "topic", topic, "partition", pa.ID, "err", err, "backoff", backoff)
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		if !sleep(ctx, backoff) {
+			return false
+		}
+		backoff = min(2*backoff, o.cfg.Kafka.RetryBackoffMax)
+		return true
+	}
+	for ctx.Err() == nil {
+		if conn == nil {
+			info, err := cl.partitionInfo(ctx, topic)
+			if err != nil {
+				if !fail("fetch_metadata", err) {
+					return
+				}
+				continue
+			}
+			var leader kafka.Broker
+			for _, p := range info[topic] {
+				if p.ID == pa.ID {
+					leader = p.Leader
+				}
+			}
+			addr := net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port))
+			conn, err = cl.dialer.DialLeader(ctx, "tcp", addr, topic, pa.ID)
+			if err != nil {
+				if !fail("fetch_connect", err) {
+					return
+				}
+				continue
+			}
+			if offset < 0 { // FirstOffset or LastOffset: no committed offset
+				_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+				first, last, err := conn.ReadOffsets()
+				_ = conn.SetDeadline(time.Time{})
+				if err != nil {
+					if !fail("fetch_offsets", err) {
+						return
+					}
+					continue
+				}
+				offset = first
+				if pa.Offset == kafka.LastOffset {
+					offset = last
+				}
+			}
+		}
+		if _, err := conn.Seek(offset, kafka.SeekAbsolute); err != nil {
+			if !fail("fetch_seek", err) {
 				return
 			}
-			o.m.brokerErrors.WithLabelValues("fetch").Inc()
-			o.log.Warn("fetch failed; retrying", "topic", topic, "partition", pa.ID, "err", err)
-			if !sleep(ctx, backoff) {
-				return
-			}
-			backoff = min(2*backoff, o.cfg.Kafka.RetryBackoffMax)
 			continue
 		}
-		backoff = o.cfg.Kafka.RetryBackoff
-		select {
-		case out <- m:
-		case <-ctx.Done():
-			return
+		_ = conn.SetReadDeadline(time.Now().Add(fetchMaxWait + 10*time.Second))
+		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 8 << 20, MaxWait: fetchMaxWait})
+		hwm := batch.HighWaterMark()
+		msgs := make([]item, 0, 256)
+		var rerr error
+		for {
+			m, err := batch.ReadMessage()
+			if err != nil {
+				rerr = err
+				break
+			}
+			if m.Offset < offset {
+				continue
+			}
+			m.Topic, m.Partition, m.HighWaterMark = topic, pa.ID, hwm
+			msgs = append(msgs, item{m: m})
+			it := &msgs[len(msgs)-1]
+			decode(dec, it)
+			offset = m.Offset + 1
+		}
+		cerr := batch.Close()
+		if len(msgs) > 0 {
+			select {
+			case out <- msgs:
+			case <-ctx.Done():
+				return
+			}
+			backoff = o.cfg.Kafka.RetryBackoff
+		}
+		err := cerr
+		if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
+			err = rerr
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, kafka.OffsetOutOfRange):
+			// The committed offset is gone (retention): start from the
+			// earliest data still there. Events lost to retention are
+			// simply absent from their windows.
+			o.log.Warn("offset out of range; restarting from the earliest offset", "topic", topic, "partition", pa.ID)
+			offset = kafka.FirstOffset
+			conn.Close()
+			conn = nil
+		default:
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() && len(msgs) == 0 {
+				continue // no data within the wait: fetch again
+			}
+			if !fail("fetch", err) {
+				return
+			}
 		}
 	}
 }
@@ -678,12 +862,12 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// ctxOr returns a context that ends when either a or b ends.
-func ctxOr(a, b context.Context) context.Context {
+// ctxOr returns a context that ends when either a or b ends, and its
+// cancel function.
+func ctxOr(a, b context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
-	_ = stop
-	return c
+	return c, func() { stop(); cancel() }
 }
 
 func sameOffsets(a, b map[string]map[int]int64) bool {
@@ -716,4 +900,3 @@ func tsString(ms int64) string {
 	}
 	return time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
 }
-

@@ -19,8 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
-
-	"github.com/dpstream/dpstream/schema"
 )
 
 // runUntil runs an operator until the window starting at lastStart is
@@ -57,7 +55,7 @@ func newTestOperator(t *testing.T, c Config) (*Operator, chan int64) {
 	ch := make(chan int64, 1024)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	op, err := New(c, WithKey(testKey()), WithLogger(log), WithRegistry(prometheus.NewRegistry()),
 		WithReleaseHook(func(p Published) { ch <- p.Window.Start }))
@@ -229,7 +227,10 @@ func consumed(op *Operator, topic string) float64 {
 // BenchmarkKafkaEndToEnd measures events/s through the operator (fetch,
 // decode, windows, noise, publish) on the real broker, next to a bare
 // kafka-go consumer group reading the same topic in the same run, and the
-// publish latency after window close. Run it with
+// publish latency after window close. Both are timed from their first
+// message to their last (the group join is excluded from both). The machine
+// is shared, so each runs rounds times, alternating, and the best of each is
+// reported. Run it with
 //
 //	go test -run '^$' -bench KafkaEndToEnd -benchtime 1x ./operator
 func BenchmarkKafkaEndToEnd(b *testing.B) {
@@ -241,65 +242,76 @@ func BenchmarkKafkaEndToEnd(b *testing.B) {
 	msgs := s.messages(0, time.Second)
 	produce(b, brokers, in, msgs)
 	n := len(msgs)
+	const rounds = 3
 	for b.Loop() {
-		// Bare kafka-go consumer group: fetch every message, nothing else.
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: uniqueName("dpstream-bench-bare"),
-			Topic: in, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 250 * time.Millisecond, StartOffset: kafka.FirstOffset})
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		if _, err := r.FetchMessage(ctx); err != nil { // after the group join, like the operator's timing
-			b.Fatal(err)
-		}
-		t0 := time.Now()
-		for range n - 1 {
-			if _, err := r.FetchMessage(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-		bare := time.Since(t0)
-		cancel()
-		r.Close()
-
-		c := testConfig(brokers, in, uniqueName("dpstream-bench-out"), uniqueName("dpstream-bench"))
-		c.Kafka.CreateTopics = true
-		c.Bounds.MaxPerBucket, c.Bounds.MaxValues = 3, 3
-		var lat []time.Duration
-		var mu sync.Mutex
-		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-			WithRegistry(prometheus.NewRegistry()), WithReleaseHook(func(p Published) {
-				mu.Lock()
-				lat = append(lat, p.Latency)
-				mu.Unlock()
-			}))
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel = context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() { errc <- op.Run(ctx) }()
-		// Time from the first message consumed to the last.
-		var first time.Time
-		for consumed(op, in) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-		first = time.Now()
-		for consumed(op, in) < float64(n) {
-			time.Sleep(time.Millisecond)
-		}
-		full := time.Since(first)
-		cancel()
-		if err := <-errc; err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(float64(n)/full.Seconds(), "events/s")
-		b.ReportMetric(float64(n)/bare.Seconds(), "bare-events/s")
-		b.ReportMetric(bare.Seconds()/full.Seconds(), "ratio")
-		mu.Lock()
+		var bestBare, bestOp float64
 		var maxLat time.Duration
-		for _, l := range lat {
-			maxLat = max(maxLat, l)
+		for range rounds {
+			bestBare = max(bestBare, benchBare(b, brokers, in, n))
+			r, lat := benchOperator(b, brokers, in, n)
+			bestOp = max(bestOp, r)
+			maxLat = max(maxLat, lat)
 		}
+		b.ReportMetric(bestOp, "events/s")
+		b.ReportMetric(bestBare, "bare-events/s")
+		b.ReportMetric(bestOp/bestBare, "ratio")
 		b.ReportMetric(float64(maxLat.Microseconds())/1000, "max-publish-ms")
-		mu.Unlock()
-		_ = schema.SchemaVersion
 	}
+}
+
+// benchBare reads n messages of topic with a fresh kafka-go consumer group
+// and returns messages/s from the first message to the last.
+func benchBare(b *testing.B, brokers []string, topic string, n int) float64 {
+	r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, GroupID: uniqueName("dpstream-bench-bare"),
+		Topic: topic, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 250 * time.Millisecond, StartOffset: kafka.FirstOffset})
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := r.FetchMessage(ctx); err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now()
+	for range n - 1 {
+		if _, err := r.FetchMessage(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return float64(n-1) / time.Since(t0).Seconds()
+}
+
+// benchOperator runs an operator on topic with a fresh group until it has
+// consumed n messages; it returns messages/s from the first to the last and
+// the largest publish latency after window close.
+func benchOperator(b *testing.B, brokers []string, topic string, n int) (float64, time.Duration) {
+	c := testConfig(brokers, topic, uniqueName("dpstream-bench-out"), uniqueName("dpstream-bench"))
+	c.Kafka.CreateTopics = true
+	var mu sync.Mutex
+	var maxLat time.Duration
+	op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		WithRegistry(prometheus.NewRegistry()), WithReleaseHook(func(p Published) {
+			mu.Lock()
+			maxLat = max(maxLat, p.Latency)
+			mu.Unlock()
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- op.Run(ctx) }()
+	for consumed(op, topic) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	first := time.Now()
+	for consumed(op, topic) < float64(n) {
+		time.Sleep(time.Millisecond)
+	}
+	rate := float64(n-1) / time.Since(first).Seconds()
+	cancel()
+	if err := <-errc; err != nil {
+		b.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return rate, maxLat
 }

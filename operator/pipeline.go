@@ -506,4 +506,3 @@ func seedFromKey(k privacy.Key) [32]byte {
 	}
 	return seed
 }
-

@@ -100,11 +100,7 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 // stateMessage builds the state record message for closedThrough, reading
 // the output topic's current end offsets.
 func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopic string, closedThrough int64) (kafka.Message, error) {
-	parts, err := c.partitions(ctx, outputTopic)
-	if err != nil {
-		return kafka.Message{}, err
-	}
-	_, end, err := c.endOffsets(ctx, outputTopic, parts[outputTopic])
+	_, end, err := c.endOffsets(ctx, outputTopic)
 	if err != nil {
 		return kafka.Message{}, err
 	}

@@ -47,7 +47,7 @@ published, final offsets committed, and the process exits.`,
 				if len(problems) == 0 {
 					// The key must be loadable too (never printed).
 					if _, _, err := privacy.LoadKey(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false); err != nil {
-						problems = append(problems, "privacy: "+err.Error())
+						problems = append(problems, err.Error())
 					}
 				}
 				if len(problems) == 0 {
@@ -79,4 +79,3 @@ published, final offsets committed, and the process exits.`,
 	operator.AddFlags(cmd.Flags())
 	return cmd
 }
-

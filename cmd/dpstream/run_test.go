@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return out.String(), err
+}
+
+// TestRunCheckConfigExample: the shipped example config is valid once a key
+// is available.
+func TestRunCheckConfigExample(t *testing.T) {
+	t.Setenv("DPSTREAM_KEY", strings.Repeat("ab", 32))
+	out, err := runCLI(t, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"), "--check-config")
+	if err != nil || strings.TrimSpace(out) != "config ok" {
+		t.Fatalf("check-config on the example: %v\n%s", err, out)
+	}
+}
+
+// TestRunCheckConfigProblems: every problem is printed on its own line,
+// flags and --set override the file, and the command fails.
+func TestRunCheckConfigProblems(t *testing.T) {
+	t.Setenv("DPSTREAM_KEY", "")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.yaml")
+	yaml := "kafka:\n  input_topics: [events]\nwindows:\n  size: 0s\nprivacy:\n  epsilon: -1\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "run", "--config", file, "--check-config", "--output-topic", "events", "--set", "bounds.max_groups=0")
+	if err == nil {
+		t.Fatalf("bad config accepted:\n%s", out)
+	}
+	for _, want := range []string{"kafka.output_topic:", "windows.size:", "privacy.epsilon:", "bounds.max_groups:"} {
+		if !strings.Contains(out, "\n"+want) && !strings.HasPrefix(out, want) {
+			t.Errorf("no line starting with %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "config ok") {
+		t.Errorf("said config ok:\n%s", out)
+	}
+}
+
+// TestRunCheckConfigMissingKey: a valid config without a key is reported.
+func TestRunCheckConfigMissingKey(t *testing.T) {
+	t.Setenv("DPSTREAM_KEY", "")
+	out, err := runCLI(t, "run", "--check-config", "--input-topics", "events", "--epsilon", "1")
+	if err == nil || !strings.Contains(out, "privacy:") {
+		t.Fatalf("missing key not reported: %v\n%s", err, out)
+	}
+}
