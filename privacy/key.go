@@ -19,7 +19,7 @@ const KeySize = 32
 
 // KeyEnv is the default environment variable that holds the secret key as 64
 // hexadecimal digits.
-const KeyEnv = "DPSTREAM_NOISE_KEY"
+const KeyEnv = "DPSTREAM_KEY"
 
 // Key is the secret from which every release's noise is derived
 // (NewStream). Whoever holds it can recompute, and so subtract, the noise of

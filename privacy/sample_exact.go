@@ -223,3 +223,26 @@ func (st *Stream) bernBig(r, d *big.Int) bool {
 	// r/d's expansion ended and the uniform equals it so far: U ≥ r/d.
 	return false
 }
+
+// roundedLaplace returns K = round(Z) for Z Laplace with scale t/s (in grid
+// units), exactly: P(K ≠ 0) = P(|Z| ≥ ½) = e^{−s/(2t)}, and given that,
+// |K| − 1 = ⌊|Z| − ½⌋ is geometric with ratio e^{−s/t} (the exponential is
+// memoryless), with a random sign. K is a post-processing of Z, so it is
+// exactly as private as continuous Laplace noise of scale t/s. Requires
+// 2t < 2⁶⁴ (t < 2⁵³ after dyadicUp).
+func (st *Stream) roundedLaplace(t, s uint64) int64 {
+	if !st.bernExp(s, 2*t) {
+		return 0
+	}
+	for {
+		y, ok := st.geometric(t, s)
+		if !ok || y >= maxLattice {
+			continue
+		}
+		k := int64(y) + 1
+		if st.c.Uint64()>>63 == 1 {
+			return -k
+		}
+		return k
+	}
+}

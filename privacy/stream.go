@@ -15,12 +15,13 @@ import (
 // are computationally independent, and without the key they cannot be
 // predicted. A Stream is not safe for concurrent use.
 //
-// Every variate method consumes a deterministic number of 64-bit words for a
-// given sequence of outputs, so a release that draws its values in a fixed
-// order is reproducible: on the same GOARCH and Go version the floating-point
-// samplers reproduce bit for bit; the integer samplers (discrete Laplace,
-// discrete Gaussian, the exact snapped Laplace and Gaussian) reproduce on
-// every platform, because they use integer arithmetic only.
+// Every variate is a deterministic function of the stream's words, so a
+// release that draws its values in a fixed order is reproducible: on the
+// same GOARCH and Go version the floating-point samplers reproduce bit for
+// bit; the integer samplers (discrete Laplace, discrete Gaussian, the exact
+// snapped Laplace and Gaussian) reproduce on every platform for the same
+// scale, because they use integer arithmetic only. Create streams with
+// NewStream: the zero Stream is not keyed.
 type Stream struct {
 	c rand.ChaCha8
 }

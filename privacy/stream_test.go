@@ -174,7 +174,7 @@ func TestUniformFromParts(t *testing.T) {
 }
 
 // TestUint64n checks range and uniformity: for n = 7, 7·10⁵ draws, the
-// chi-square bound 40 on 6 degrees of freedom fails with probability 3e-7.
+// chi-square bound 40 on 6 degrees of freedom fails with probability 4.6e-7.
 // For n = 2⁶³ + 2⁶² (where modulo reduction would be badly biased) the
 // fraction below 2⁶³ must be 2/3 within 5 standard deviations.
 func TestUint64n(t *testing.T) {

@@ -54,9 +54,9 @@ def dlap_delta(eps, t, sens):
 
 
 def dgauss(sigma):
-    """The unnormalised pmf exp(-k^2/(2 sigma^2)). Sums below run over
-    |k| <= 20 sigma + 10 (plus the shift): the mass left out is below
-    e^{-200}, far under the 40 digits kept."""
+    """The unnormalised pmf exp(-k^2/(2 sigma^2)). Sums below run 20 sigma
+    beyond every point of interest: the terms left out are below e^{-200}
+    of the largest term summed, far under the 40 digits kept."""
     s2 = 2 * mp.mpf(sigma) ** 2
     return lambda k: mp.exp(-mp.mpf(k) ** 2 / s2)
 
@@ -64,7 +64,8 @@ def dgauss(sigma):
 def dg_delta(eps, sigma, sens):
     eps = mp.mpf(eps)
     f = dgauss(sigma)
-    width = int(mp.ceil(mp.mpf(sigma) * 20)) + sens + 10
+    # The set where the loss exceeds eps starts near eps sigma^2/sens.
+    width = int(mp.ceil(mp.mpf(sigma) * 20 + eps * mp.mpf(sigma) ** 2 / sens)) + sens + 10
     z = mp.fsum(f(k) for k in range(-width, width + 1))
     e = mp.exp(eps)
     total = mp.mpf(0)
