@@ -82,13 +82,6 @@ type Plan struct {
 // pessimism is of the same order; see PLDOptions.)
 const CalibrationTolerance = 1e-4
 
-// CalibrateVector returns the per-coordinate scale for a release in which
-// one unit changes at most l0 coordinates by at most linf each, meeting b.
-// See CalibrateHorizon with one window.
-func CalibrateVector(m Mechanism, b Budget, l0 int, linf float64) (Plan, error) {
-	return CalibrateHorizon(m, b, 1, l0, linf)
-}
-
 // CalibrateHorizon returns the per-coordinate scale such that `windows`
 // releases, in each of which one unit changes at most l0 coordinates by at
 // most linf, together meet the total budget — the composition of
@@ -259,20 +252,27 @@ func calibrateParts(a Accounting, total Budget, windows int, ps []calPart) ([]Pl
 // calTightest returns the smallest valid candidate (smallest Σ scale_i/Linf_i,
 // which for a common κ is the smallest κ).
 func calTightest(total Budget, ps []calPart) (calCandidate, error) {
+	if c, ok, err := calClassic(total, ps); ok {
+		return c, err
+	}
+	single := len(ps) == 1 && ps[0].n == 1
 	var tries []func(Budget, []calPart) (calCandidate, error)
 	switch {
-	case len(ps) == 1 && ps[0].n == 1:
+	case single && calAllGaussian(ps):
+		// The mechanism's own calibration may answer from its table (up to
+		// 1e-3 above the minimum); the closed form is exact to 1e-12.
+		tries = append(tries, calibrateExact, calibrateGaussian)
+	case single:
 		tries = append(tries, calibrateExact)
+	case total.Delta == 0:
+		tries = append(tries, calibratePure)
 	case calAllGaussian(ps):
 		tries = append(tries, calibrateGaussian)
-	}
-	if total.Delta == 0 {
-		tries = []func(Budget, []calPart) (calCandidate, error){calibratePure}
-		if len(ps) == 1 && ps[0].n == 1 {
-			tries = append(tries, calibrateExact)
-		}
-	} else if !calAllGaussian(ps) {
-		tries = append(tries, calibratePLD, calibratePure)
+	default:
+		// Every valid accountant is a candidate: the PLD is tightest for
+		// many compositions, but its grid rounding can lose to an exact
+		// path for a handful (e.g. Laplace near its pure-ε scale).
+		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
 	}
 	var best calCandidate
 	var errs []error
@@ -303,13 +303,36 @@ func calLevel(c calCandidate, ps []calPart) float64 {
 
 func calAllGaussian(ps []calPart) bool {
 	for _, p := range ps {
-		switch p.Mechanism.(type) {
-		case Gaussian, GaussianClassic:
-		default:
+		if _, ok := p.Mechanism.(Gaussian); !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// calClassic handles gaussian-classic, which exists only as a documented
+// comparison: one part, calibrated by its own (loose, ε < 1) formula to the
+// L2 sensitivity of the whole horizon, Linf·√(windows·L0) — Gaussian noise
+// composes exactly in L2. ok reports whether ps is such a request.
+func calClassic(total Budget, ps []calPart) (c calCandidate, ok bool, err error) {
+	classic := 0
+	for _, p := range ps {
+		if _, is := p.Mechanism.(GaussianClassic); is {
+			classic++
+		}
+	}
+	if classic == 0 {
+		return calCandidate{}, false, nil
+	}
+	if len(ps) != 1 {
+		return calCandidate{}, true, fmt.Errorf("%w: gaussian-classic is a single-part comparison; use gaussian", ErrUnsupported)
+	}
+	p := ps[0]
+	cal, err := p.Mechanism.Calibrate(total.Epsilon, total.Delta, p.Linf*math.Sqrt(float64(p.n))*(1+4*roundoff))
+	if err != nil {
+		return calCandidate{}, true, err
+	}
+	return calCandidate{acct: AccountGaussian, method: cal.Method, scales: []float64{cal.Scale}, cert: total.Delta}, true, nil
 }
 
 // calScales returns scale_i = κ·w_i·Linf_i, each rounded up.
@@ -489,11 +512,12 @@ func calRRPLD(eps0 float64, o PLDOptions) (*PLD, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := newPLDGrid(eps0*(1+4*roundoff), -eps0*(1+4*roundoff), o.Points)
+	top := eps0 * (1 + 4*roundoff)
+	g := newPLDGrid(top, -top, chooseSpacing(2*top, 2*top, o.Points), true)
 	p := 1 / (1 + math.Exp(-eps0))
 	// Mass p at +ε₀ (Q-mass 1−p = p·e^{−ε₀}), mass 1−p at −ε₀.
-	g.add(p, 2*roundoff, eps0, eps0, -eps0, 4*roundoff*eps0, false)
-	g.add(1-p, 2*roundoff, -eps0, -eps0, eps0, 4*roundoff*eps0, false)
+	g.add(p, 2*roundoff, eps0, top, -eps0, 4*roundoff*eps0, false)
+	g.add(1-p, 2*roundoff, -top, -eps0, eps0, 4*roundoff*eps0, false)
 	return g.pld(true, o), nil
 }
 
@@ -624,7 +648,7 @@ func solveNoiseLevel(eval func(float64) (float64, []float64, error), guess, targ
 			}
 			lo = q
 			step *= 2
-			if k > 60 {
+			if k > 60 || lo.x+step > 690 {
 				return 0, 0, nil, fmt.Errorf("%w: δ %v is below what the accountant can certify at any noise level (its numerical floor grows with the number of compositions, about 1e-13 each)", ErrInfeasible, target)
 			}
 		}

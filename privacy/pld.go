@@ -16,9 +16,10 @@ import (
 // symmetric noise the pair (p, q) and the reversed pair (q, p) have the same
 // PLD (reflect x ↦ Δ − x), so one PLD covers both neighbouring directions.
 //
-// Representation: probability masses on the grid of losses k·h (h a power of
-// two), a mass at +∞ (the δ-term: losses that are infinite or were truncated)
-// and a numerical slack. Every approximation moves the represented PLD to one
+// Representation: probability masses on the grid of losses off + k·h (h a
+// power of two; the offset puts the largest loss of a bounded PLD, such as
+// Laplace's atom at Δ/b, exactly on the grid), a mass at +∞ (the δ-term:
+// losses that are infinite or were truncated) and a numerical slack. Every approximation moves the represented PLD to one
 // that dominates the exact one — for every ε its δ(ε) is at least the exact
 // value, and this dominance survives composition:
 //
@@ -45,7 +46,8 @@ import (
 // A PLD is immutable; its methods are safe for concurrent use.
 type PLD struct {
 	h     float64   // grid spacing, a power of two
-	lo    int64     // mass[i] sits at loss (lo+i)·h
+	off   float64   // grid offset in (−h, 0]: puts a bounded loss's maximum on the grid
+	lo    int64     // mass[i] sits at loss off + (lo+i)·h (see lossAt)
 	mass  []float64 // probability of each grid loss
 	inf   float64   // probability of loss +∞
 	slack float64   // bound on the tail-sum numerical error of (mass, inf)
@@ -56,12 +58,16 @@ type PLD struct {
 
 // PLDOptions tunes the discretization; the zero value selects the defaults.
 type PLDOptions struct {
-	// Points is the resolution of a base distribution: its grid spacing is
-	// the power of two giving between Points and 2·Points grid points over
-	// its loss range. Default 256: the grid then resolves the privacy loss
-	// to about 1/16 of its standard deviation, and the discretization
-	// (a mean-preserving spread of at most h²/4 in variance) inflates the
-	// loss variance by about 0.1% — per copy, so also after composition.
+	// Points is the resolution of a base distribution: its grid spacing h
+	// is the power of two that puts about Points to 2·Points grid points
+	// across the central 99.8% of the loss distribution (the losses at the
+	// 0.1% and 99.9% quantiles of the noise), and at most 1/64 (so δ(ε)
+	// resolves ε to that) — unless the whole loss range would then need
+	// more than 2^16 points. The grid itself extends over the loss range
+	// that holds all but TailMass of the probability. Default 256: h is
+	// then about σ_L/40 for Gaussian-like losses, and the discretization (a
+	// mean-preserving spread adding at most h²/4 to the loss variance per
+	// copy) changes the composed loss by well under 0.1%.
 	Points int
 	// MaxPoints caps the grid after a composition; a longer grid is
 	// coarsened by factors of two. Default 2048.
@@ -78,6 +84,11 @@ const (
 	defaultPoints    = 256
 	defaultMaxPoints = 2048
 	defaultTailMass  = 1e-14
+
+	// maxBasePoints caps a base grid (see PLDOptions.Points).
+	maxBasePoints = 1 << 16
+	// maxSpacing is the coarsest base spacing in nats (see Points).
+	maxSpacing = 1.0 / 64
 )
 
 func (o PLDOptions) withDefaults() (PLDOptions, error) {
@@ -119,7 +130,7 @@ func NewPLD(m Mechanism, scale, shift float64, opts PLDOptions) (*PLD, error) {
 		return nil, fmt.Errorf("%w: shift %v: want a finite shift ≥ 0", ErrInvalidParameter, shift)
 	}
 	if shift == 0 {
-		return &PLD{h: 1, mass: []float64{1}, pure: true, count: 1, opts: o}, nil
+		return &PLD{h: maxSpacing, mass: []float64{1}, pure: true, count: 1, opts: o}, nil
 	}
 	if pldDiscrete(m) {
 		if shift != math.Trunc(shift) || shift > 1<<40 {
@@ -160,6 +171,7 @@ func pow2Below(x float64) float64 {
 // atoms have independent errors and are summed (an L1 bound).
 type pldGrid struct {
 	h           float64
+	off         float64
 	bot         int64
 	mass        []float64
 	inf         float64
@@ -171,15 +183,48 @@ type pldGrid struct {
 	overflow    bool      // some mass went to +∞ although the loss is bounded
 }
 
-func newPLDGrid(top, bottom float64, points int) *pldGrid {
-	h := pow2Below((top - bottom) / float64(points))
-	if !(h > 0) {
-		h = math.SmallestNonzeroFloat64
+// chooseSpacing returns the base spacing for a loss distribution whose
+// central 99.8% spans `bulk` and whose grid must span `span` (PLDOptions).
+func chooseSpacing(bulk, span float64, points int) float64 {
+	h := math.Min(pow2Below(bulk/float64(points)), maxSpacing)
+	for span/h > maxBasePoints {
+		h *= 2
 	}
-	iTop := int64(math.Ceil(top / h))
-	iBot := int64(math.Floor(bottom / h))
+	return h
+}
+
+// newPLDGrid returns an empty grid with spacing h covering [bottom, top].
+// If anchor is true, top itself is a grid point: the offset is
+// top − k·h for k = ⌈top/h⌉, which is exact (Sterbenz: k·h ∈ [top, 2·top]
+// when h ≤ top).
+func newPLDGrid(top, bottom, h float64, anchor bool) *pldGrid {
+	off := 0.0
+	if anchor && top > 0 && h <= top {
+		off = top - math.Ceil(top/h)*h
+	}
+	g := &pldGrid{h: h, off: off}
+	iTop := g.ceilIdx(top)
+	iBot := int64(math.Floor((bottom - off) / h))
+	g.bot = iBot
 	n := iTop - iBot + 1
-	return &pldGrid{h: h, bot: iBot, mass: make([]float64, n), straddle: make([]float64, n+1)}
+	g.mass = make([]float64, n)
+	g.straddle = make([]float64, n+1)
+	return g
+}
+
+// gridVal is the grid loss of index i as computed in floating point.
+func (g *pldGrid) gridVal(i int64) float64 { return g.off + float64(i)*g.h }
+
+// ceilIdx returns the smallest index whose computed grid loss is ≥ l.
+func (g *pldGrid) ceilIdx(l float64) int64 {
+	i := int64(math.Ceil((l - g.off) / g.h))
+	for g.gridVal(i) < l {
+		i++
+	}
+	for g.gridVal(i-1) >= l {
+		i--
+	}
+	return i
 }
 
 // add places probability m (absolute error ≤ mErr) whose losses lie in
@@ -196,7 +241,7 @@ func (g *pldGrid) add(m, mErr, lmin, lmax, logRatio, logErr float64, up bool) {
 	}
 	g.round += 4 * roundoff * m
 	h := g.h
-	iu := int64(math.Ceil(lmax / h))
+	iu := g.ceilIdx(lmax)
 	if iu-g.bot >= int64(len(g.mass)) {
 		// Above the grid (cannot happen for correctly sized grids): +∞ is
 		// the pessimistic place for it.
@@ -208,7 +253,7 @@ func (g *pldGrid) add(m, mErr, lmin, lmax, logRatio, logErr float64, up bool) {
 		g.mass[iu-g.bot] += m
 		return
 	}
-	il := int64(math.Floor(lmin / h))
+	il := int64(math.Floor((lmin - g.off) / h))
 	if il >= iu {
 		g.mass[iu-g.bot] += m
 		return
@@ -216,14 +261,14 @@ func (g *pldGrid) add(m, mErr, lmin, lmax, logRatio, logErr float64, up bool) {
 	// Losses just below the next lower grid point are rounded up to it
 	// (pessimistic) instead of widening the split; the correction below
 	// accounts for them.
-	if il < iu-1 && lmin > float64(iu-1)*h-1e-3*h {
+	if il < iu-1 && lmin > g.gridVal(iu-1)-1e-3*h {
 		il = iu - 1
 	}
 	if il < g.bot {
 		il = g.bot
 	}
 	dl := float64(iu-il) * h
-	lil := float64(il) * h
+	lil := g.gridVal(il)
 	below := math.Max(0, lil-lmin)
 	// Preserve mass and E[e^{−L}]: a·e^{−ℓ_il} + (m−a)·e^{−ℓ_iu} = q, i.e.
 	// a = m·(E − e^{−dl})/(1 − e^{−dl}) with E = (q/m)·e^{ℓ_il}.
@@ -262,7 +307,7 @@ func (g *pldGrid) pld(pure bool, o PLDOptions) *PLD {
 		}
 		slack += 2*g.etaMax + worst*(1+1e-12)
 	}
-	p := &PLD{h: g.h, lo: g.bot, mass: g.mass, inf: g.inf, slack: slack, pure: pure && !g.overflow, count: 1, opts: o}
+	p := &PLD{h: g.h, off: g.off, lo: g.bot, mass: g.mass, inf: g.inf, slack: slack, pure: pure && !g.overflow, count: 1, opts: o}
 	p.trimZeros()
 	return p
 }
@@ -345,7 +390,8 @@ func pldTail(f lossFamily, x float64) (v, err float64) {
 }
 
 // pldMass returns P(a < X ≤ b) from tail values va, vb (see pldTail) with
-// absolute errors ea, eb, and a bound on its error.
+// absolute errors ea, eb, and a bound on its error. The result may be
+// slightly negative (rounding); callers clamp.
 func pldMass(a, b, va, vb, ea, eb float64) (m, err float64) {
 	switch {
 	case b <= 0:
@@ -356,9 +402,6 @@ func pldMass(a, b, va, vb, ea, eb float64) (m, err float64) {
 		m = 1 - va - vb
 	}
 	err = ea + eb + 2*roundoff*math.Abs(m)
-	if m < 0 {
-		m = 0
-	}
 	return m, err
 }
 
@@ -391,21 +434,22 @@ func newContinuousPLD(f lossFamily, t float64, o PLDOptions) (*PLD, error) {
 	if !(top > bottom) || math.IsInf(top, 0) || math.IsInf(bottom, 0) {
 		return nil, fmt.Errorf("%w: %s: degenerate loss range at shift/scale %v", ErrInvalidParameter, f.name(), t)
 	}
-	g := newPLDGrid(top, bottom, o.Points)
+	// Spacing from the central 99.8% of the loss distribution.
+	q := pldQuantile(f, 1e-3)
+	lq, _ := pldLoss(f, q, t)
+	lqr, _ := pldLoss(f, t-q, t)
+	h := chooseSpacing(lq-lqr, top-bottom, o.Points)
+	g := newPLDGrid(top, bottom, h, bounded)
 	g.telescoping = true
-	h := g.h
 
 	// Partition points: xFirst, then for every grid loss strictly inside
 	// (L(xLast), L(xFirst)) a point where the loss has just dropped to it.
 	xs := []float64{xFirst}
-	iStart := int64(math.Floor((lFirst - eFirst) / h))
-	if float64(iStart)*h >= lFirst-eFirst {
-		iStart--
-	}
-	iEnd := int64(math.Ceil((lLast + eLast) / h))
+	iStart := g.ceilIdx(lFirst-eFirst) - 1
+	iEnd := g.ceilIdx(lLast + eLast)
 	x := xFirst
 	for i := iStart; i > iEnd; i-- {
-		target := float64(i) * h
+		target := g.gridVal(i)
 		guess := x
 		if d := f.dpsi(x-t) - f.dpsi(x); d < 0 {
 			guess = x + (pldLossUp(f, x, t)-target)/(-d)
@@ -426,7 +470,7 @@ func newContinuousPLD(f lossFamily, t float64, o PLDOptions) (*PLD, error) {
 	}
 	// Left tail (−∞, xFirst]: losses in [L(xFirst), sup L].
 	if bounded {
-		g.add(vp[0], ep[0], lFirst-eFirst, maxL,
+		g.add(vp[0], ep[0], math.Min(lFirst-eFirst, maxL), maxL,
 			math.Log(vq[0])-math.Log(vp[0]), logErrOf(vq[0], eq[0])+logErrOf(vp[0], ep[0]), false)
 	} else {
 		g.inf += vp[0]
@@ -435,16 +479,27 @@ func newContinuousPLD(f lossFamily, t float64, o PLDOptions) (*PLD, error) {
 	for i := 0; i+1 < n; i++ {
 		a, b := xs[i], xs[i+1]
 		m, mErr := pldMass(a, b, vp[i], vp[i+1], ep[i], ep[i+1])
+		if m < 0 {
+			// Clamping breaks the telescoping of CDF errors for this
+			// interval: count the change separately.
+			g.l1 += -m
+			m = 0
+		}
 		q, qErr := pldMass(a-t, b-t, vq[i], vq[i+1], eq[i], eq[i+1])
+		q = math.Max(q, 0)
 		la, ea := pldLoss(f, a, t)
 		lb, eb := pldLoss(f, b, t)
-		g.add(m, mErr, lb-eb, la+ea, math.Log(q)-math.Log(m), logErrOf(q, qErr)+logErrOf(m, mErr), false)
+		lmax, lmin := la+ea, lb-eb
+		if bounded { // the exact loss never leaves [−maxL, maxL]
+			lmax, lmin = math.Min(lmax, maxL), math.Max(lmin, -maxL)
+		}
+		g.add(m, mErr, lmin, lmax, math.Log(q)-math.Log(m), logErrOf(q, qErr)+logErrOf(m, mErr), false)
 	}
 	// Right tail (xLast, ∞): losses in [inf L, L(xLast)]. Its Q-mass is the
 	// right tail at xLast − t = −xFirst > 0.
 	last := n - 1
 	if bounded {
-		g.add(vp[last], ep[last], -maxL, lLast+eLast,
+		g.add(vp[last], ep[last], -maxL, math.Max(lLast+eLast, -maxL),
 			math.Log(vq[last])-math.Log(vp[last]), logErrOf(vq[last], eq[last])+logErrOf(vp[last], ep[last]), false)
 	} else {
 		g.add(vp[last], ep[last], math.Inf(-1), lLast+eLast, 0, 0, true)
@@ -478,7 +533,14 @@ func newDiscretePLD(f discreteFamily, d int64, o PLDOptions) (*PLD, error) {
 		maxL *= 1 + 4*roundoff
 		top, bottom = maxL, -maxL
 	}
-	g := newPLDGrid(top, bottom, o.Points)
+	kq := f.quantile(1e-3)
+	lq, _ := f.loss(kq, d)
+	lqr, _ := f.loss(d-kq, d)
+	bulk := lq - lqr
+	if bounded {
+		bulk = top - bottom
+	}
+	g := newPLDGrid(top, bottom, chooseSpacing(bulk, top-bottom, o.Points), bounded)
 	// pmfErr bounds the error of exp(log pmf): the log carries a few
 	// roundoffs of its terms, exp one more.
 	pmfErr := func(m float64, logp float64) float64 { return m * roundoff * (4*math.Abs(logp) + 8) }
@@ -626,8 +688,11 @@ func compose(a, b *PLD) *PLD {
 	ma, mb := norm1(a.mass), norm1(b.mass)
 	na, nb := ma+a.inf, mb+b.inf
 	r := &PLD{
-		h:  a.h,
-		lo: a.lo + b.lo,
+		h: a.h,
+		// Offsets add; rounded up so grid losses never fall below the
+		// exact sums.
+		off: a.off + b.off + 4*roundoff*(math.Abs(a.off)+math.Abs(b.off)),
+		lo:  a.lo + b.lo,
 		// +∞ is the top grid point: the product measure puts there
 		// inf_a·(all of b) + (finite a)·inf_b.
 		mass: c,
@@ -678,6 +743,15 @@ func (p *PLD) SelfCompose(n int) (*PLD, error) {
 	return res, nil
 }
 
+// lossAt is the loss of grid index i, rounded up by a few roundoffs of its
+// terms, so that it is never below the exact grid loss off + i·h even after
+// offsets were added in composition.
+func (p *PLD) lossAt(i int64) float64 {
+	ih := float64(i) * p.h
+	v := p.off + ih
+	return v + 4*roundoff*(math.Abs(p.off)+math.Abs(ih))
+}
+
 // pldSumFactor inflates a sum of n non-negative terms to cover its rounding.
 func pldSumFactor(n int) float64 { return 1 + float64(n+4)*roundoff }
 
@@ -690,7 +764,7 @@ func (p *PLD) Delta(eps float64) float64 {
 	}
 	s := 0.0
 	for i := len(p.mass) - 1; i >= 0; i-- {
-		l := float64(p.lo+int64(i)) * p.h
+		l := p.lossAt(p.lo + int64(i))
 		if l <= eps {
 			break
 		}
@@ -723,7 +797,7 @@ func (p *PLD) Epsilon(delta float64) float64 {
 	A, B := 0.0, 0.0
 	eh := math.Exp(-p.h)
 	for i := len(p.mass) - 1; i >= 0; i-- {
-		li := float64(p.lo+int64(i)) * p.h
+		li := p.lossAt(p.lo + int64(i))
 		B = B*eh + p.mass[i]
 		A += p.mass[i]
 		if li <= 0 {
@@ -759,7 +833,7 @@ func (p *PLD) PureEpsilon() (float64, bool) {
 	if !p.pure || p.inf > 0 {
 		return math.Inf(1), false
 	}
-	return float64(p.lo+int64(len(p.mass)-1)) * p.h, true
+	return p.lossAt(p.lo + int64(len(p.mass)-1)), true
 }
 
 // Spacing is the current grid spacing h of the losses.
