@@ -27,11 +27,7 @@ func (m Gaussian) Calibrate(epsilon, delta, sensitivity float64) (Calibration, e
 	if delta == 0 {
 		return Calibration{}, errPure(m.Name())
 	}
-	unit, method, err := tableOrSolve(gaussianKey, epsilon, delta, gaussianSolve)
-	if err != nil {
-		return Calibration{}, err
-	}
-	s, err := finishScale(unit, epsilon, delta, sensitivity, m.Delta)
+	s, method, err := calibrateScale(gaussianKey, epsilon, delta, sensitivity, gaussianSolve, m.Delta)
 	if err != nil {
 		return Calibration{}, err
 	}

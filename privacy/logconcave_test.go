@@ -259,3 +259,15 @@ func TestGaussianClassicIsLoose(t *testing.T) {
 		}
 	}
 }
+
+// The log-concave mechanisms offer the exact criterion and their CDF.
+var _ = []interface {
+	Mechanism
+	Criterion
+	Distribution
+}{Laplace{}, Logistic{}, Gaussian{}, GaussianClassic{}, Subbotin{}}
+
+var _ interface {
+	Criterion
+	Distribution
+} = Convex{}

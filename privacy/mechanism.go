@@ -36,6 +36,26 @@ type Mechanism interface {
 	Sample(s *Stream, scale float64) float64
 }
 
+// Criterion is implemented by mechanisms whose exact guarantee at a given
+// scale can be evaluated (Laplace, Logistic, Gaussian, GaussianClassic,
+// Subbotin, Convex, and the discrete mechanisms), for verification and
+// accounting.
+type Criterion interface {
+	// Delta returns the smallest δ for which adding scale·X to a query with
+	// the given sensitivity is (ε, δ)-differentially private, rounded
+	// upwards (for log-concave noise: the left side of Lemma 1 of Vinterbo
+	// 2022). It is NaN for invalid arguments.
+	Delta(epsilon, scale, sensitivity float64) float64
+}
+
+// Distribution is implemented by mechanisms with a continuous standard
+// variate X.
+type Distribution interface {
+	// CDF returns P(X ≤ x), accurate to a small relative error in both
+	// tails.
+	CDF(x float64) float64
+}
+
 // Method says how a scale was obtained.
 type Method string
 

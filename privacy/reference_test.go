@@ -31,7 +31,8 @@ type lcRefDelta struct {
 type lcRefCDF struct {
 	Mechanism string  `json:"mechanism"`
 	X         float64 `json:"x"`
-	CDF       string  `json:"cdf"`
+	CDF       string  `json:"cdf"` // F(x), given for x ≤ 0
+	SF        string  `json:"sf"`  // 1 − F(x), given for x > 0
 }
 
 type lcRefMoment struct {
@@ -95,13 +96,15 @@ func lcParse(t *testing.T, name string) Mechanism {
 
 // Every Calibrate result against the exact minimum: never below it (≥ the
 // upper end of the reference bracket) and within the method's tolerance
-// above it: 1e-12 for closed forms (a few ulps of rounding up), 1e-6 for
-// solvers, 1e-3 for table lookups. Also at Δ = 3.7 (Lemma 2), and the
-// solver path on its own where Calibrate uses a table.
+// above it: 1e-9 for closed forms (a few ulps of rounding up, plus the
+// upward steps that the conservative Delta check may add: up to 1.2e-10
+// seen), 1e-6 for solvers, 1e-3 for table lookups. Also at Δ = 3.7
+// (Lemma 2), and the solver path on its own where Calibrate uses a table.
 func TestCalibrateReference(t *testing.T) {
 	ref := lcLoadReference(t)
-	tol := map[Method]float64{ClosedForm: 1e-12, Solver: 1e-6, Table: 1e-3}
+	tol := map[Method]float64{ClosedForm: 1e-9, Solver: 1e-6, Table: 1e-3}
 	worstUnmargined := math.Inf(1)
+	worst := map[Method]float64{}
 	counts := map[Method]int{}
 	for _, r := range ref.Scales {
 		m := lcParse(t, r.Mechanism)
@@ -114,6 +117,7 @@ func TestCalibrateReference(t *testing.T) {
 			}
 			counts[c.Method]++
 			got := c.Scale / sens
+			worst[c.Method] = math.Max(worst[c.Method], got/lo-1)
 			if got < hi*(1-2e-16) || got > lo*(1+tol[c.Method]) {
 				t.Errorf("%s ε = %v δ = %v Δ = %v (%s): scale/Δ %.17g, exact in [%.17g, %.17g], relative %+.3e",
 					r.Mechanism, r.Epsilon, r.Delta, sens, c.Method, got, lo, hi, got/hi-1)
@@ -146,25 +150,32 @@ func TestCalibrateReference(t *testing.T) {
 	if worstUnmargined < -1e-9 {
 		t.Errorf("solver without evalMargin is %.2e below the exact minimum; the margin is load-bearing", -worstUnmargined)
 	}
-	t.Logf("%d reference points; methods used: %v; solver/(1+evalMargin) − exact ≥ %.2e (relative)", len(ref.Scales), counts, worstUnmargined)
+	t.Logf("%d reference points; methods used: %v; most above the exact minimum: %v; solver/(1+evalMargin) − exact ≥ %.2e (relative)",
+		len(ref.Scales), counts, worst, worstUnmargined)
 }
 
-// Delta against the exact δ at given scales. Delta is an upper bound
-// (rounded upwards), so it is ≥ the reference up to the reference's own
-// rounding (1e-15), and within 1e-9 above it.
+// Delta against the exact δ at given scales. Delta is an upper bound: it
+// rounds Δ/scale up and adds lemma1's survivalErr slack, which matters
+// only where δ is a tiny difference of two much larger tail probabilities
+// (δ ≈ 1e-294 for subbotin:1.5 at scale 10: 3e-8 relative). So it must be
+// ≥ the reference up to the reference's own rounding (1e-15) and within
+// 1e-7 above it; where the exact δ is 0 (Laplace at scale Δ/ε) the rounding
+// of Δ/scale may leave at most 1e-15.
 func TestDeltaReference(t *testing.T) {
 	ref := lcLoadReference(t)
+	worst := 0.0
 	for _, r := range ref.Deltas {
 		m := lcParse(t, r.Mechanism).(lcDelta)
 		want := lcF(t, r.Delta)
 		got := m.Delta(r.Epsilon, r.Scale, 1)
 		if want < 1e-300 {
-			if got > 1e-300 {
-				t.Errorf("%s ε = %v s = %v: δ = %v, want < 1e-300 (reference %v)", r.Mechanism, r.Epsilon, r.Scale, got, want)
+			if got > 1e-15 {
+				t.Errorf("%s ε = %v s = %v: δ = %v, want ≈ 0 (reference %v)", r.Mechanism, r.Epsilon, r.Scale, got, want)
 			}
 			continue
 		}
-		if got < want*(1-1e-15) || got > want*(1+1e-9) {
+		worst = math.Max(worst, got/want-1)
+		if got < want*(1-1e-15) || got > want*(1+1e-7) {
 			t.Errorf("%s ε = %v s = %v: δ = %.17g, want %.17g (relative %+.2e)", r.Mechanism, r.Epsilon, r.Scale, got, want, got/want-1)
 		}
 		// Three times the sensitivity at three times the scale: the same δ.
@@ -172,33 +183,38 @@ func TestDeltaReference(t *testing.T) {
 			t.Errorf("%s: Delta not scale-invariant: %v vs %v", r.Mechanism, g3, got)
 		}
 	}
+	t.Logf("Delta at most %.2e (relative) above the exact δ", worst)
 }
 
 // Every CDF against mpmath, in both tails, within the survivalErr bound
-// that lemma1 relies on: |F − F_ref| ≤ survivalErr·(1 + |ln F_ref|)·F_ref
-// (lower tail and centre; the upper tail is the lower one by symmetry).
+// that lemma1 relies on: |p − p_ref| ≤ survivalErr·(1 + |ln p_ref|)·p_ref
+// for p = F(x), x ≤ 0, and p = 1 − F(x), x > 0.
 func TestSurvivalAccuracy(t *testing.T) {
 	ref := lcLoadReference(t)
 	worst := 0.0
 	for _, r := range ref.CDFs {
 		m := lcParse(t, r.Mechanism).(lcDelta)
-		want := lcF(t, r.CDF)
-		got := m.CDF(r.X)
-		if r.X > 0 {
-			// Compare the upper tail through symmetry: 1 − F(x) = F(−x).
-			got, want = m.CDF(-r.X), 1-want
-			if want < 1e-15 { // 1 − want lost its digits in float64
-				continue
+		var got, want float64
+		if r.X <= 0 {
+			got, want = m.CDF(r.X), lcF(t, r.CDF)
+		} else {
+			// The upper tail through symmetry: 1 − F(x) = F(−x).
+			got, want = m.CDF(-r.X), lcF(t, r.SF)
+		}
+		if want < 1e-300 {
+			if got > 1e-300 {
+				t.Errorf("%s tail at %v = %v, want < 1e-300", r.Mechanism, r.X, got)
 			}
+			continue
 		}
 		bound := survivalErr * (1 + math.Abs(math.Log(want)))
 		rel := math.Abs(got/want - 1)
 		worst = math.Max(worst, rel/bound)
 		if rel > bound {
-			t.Errorf("%s CDF(%v) = %.17g, want %.17g: relative error %.2e above the bound %.2e", r.Mechanism, r.X, got, want, rel, bound)
+			t.Errorf("%s tail at %v = %.17g, want %.17g: relative error %.2e above the bound %.2e", r.Mechanism, r.X, got, want, rel, bound)
 		}
 	}
-	t.Logf("worst CDF error: %.2f of the survivalErr bound", worst)
+	t.Logf("worst tail error: %.2f of the survivalErr bound", worst)
 }
 
 // Variance and E|X| against numerical integration of the density (relative

@@ -76,17 +76,19 @@ func (m Subbotin) Calibrate(epsilon, delta, sensitivity float64) (Calibration, e
 		if err != nil {
 			return Calibration{}, err
 		}
-		c.Scale, c.Method = g.Scale, g.Method
+		// Same density, different code path (incomplete gamma instead of
+		// erfc): make this type's own Delta agree too.
+		if c.Scale, err = settle(g.Scale, func(s float64) bool { return m.Delta(epsilon, s, sensitivity) <= delta }); err != nil {
+			return Calibration{}, err
+		}
+		c.Method = g.Method
 		return c, nil
 	}
-	unit, method, err := tableOrSolve(tableKey{family: "subbotin", param: m.R}, epsilon, delta, m.solve)
+	s, method, err := calibrateScale(tableKey{family: "subbotin", param: m.R}, epsilon, delta, sensitivity, m.solve, m.Delta)
 	if err != nil {
 		return Calibration{}, err
 	}
-	if c.Scale, err = finishScale(unit, epsilon, delta, sensitivity, m.Delta); err != nil {
-		return Calibration{}, err
-	}
-	c.Method = method
+	c.Scale, c.Method = s, method
 	return c, nil
 }
 
@@ -110,84 +112,86 @@ func (m Subbotin) Delta(epsilon, scale, sensitivity float64) float64 {
 	return lemma1(m, epsilon, dOf(sensitivity, scale))
 }
 
-// loss is L(u) = (|u|^R − |u − d|^R)/R for u ≥ d/2, written without
-// cancellation for u ≥ d as u^R·(1 − (1 − d/u)^R)/R.
+// loss is L(u) = (|u|^R − |u − d|^R)/R for u ≥ d/2.
 func (m Subbotin) loss(u, d float64) float64 {
+	l, _ := m.lossSlope(u, d)
+	return l
+}
+
+// lossSlope returns L(u) and L'(u) for u ≥ d/2, sharing the logarithms.
+// For u ≥ d it writes L without cancellation as u^R·(1 − (1 − d/u)^R)/R and
+// L' = u^{R−1}·(1 − (1 − d/u)^{R−1}); below d the two powers have opposite
+// signs and nothing cancels.
+func (m Subbotin) lossSlope(u, d float64) (l, dl float64) {
 	r := m.R
 	if u >= d {
-		return math.Exp(r*math.Log(u)-math.Log(r)) * -math.Expm1(r*math.Log1p(-d/u))
+		lu, l1 := math.Log(u), math.Log1p(-d/u)
+		ur := math.Exp(r * lu)
+		return ur / r * -math.Expm1(r*l1), ur / u * -math.Expm1((r-1)*l1)
 	}
-	return (math.Pow(u, r) - math.Pow(d-u, r)) / r
+	a, b := math.Exp(r*math.Log(u)), math.Exp(r*math.Log(d-u))
+	return (a - b) / r, a/u + b/(d-u)
 }
 
-// dloss is L'(u) for u ≥ d/2.
-func (m Subbotin) dloss(u, d float64) float64 {
-	r := m.R - 1
-	if u >= d {
-		return math.Pow(u, r) - math.Pow(u-d, r)
-	}
-	return math.Pow(u, r) + math.Pow(d-u, r)
-}
-
-// threshold brackets u* = sup{u : L(u) ≤ ε}. For u ≥ d the mean value
-// theorem gives d·(u−d)^{R−1} ≤ L(u) ≤ d·u^{R−1}, so with
-// g = (ε/d)^{1/(R−1)} the root lies in [max(d, g), g + d]; below d it lies
-// in [d/2, d]. Safeguarded Newton steps then shrink the bracket to a few
-// ulps; a bracket that the computed loss contradicts falls back to
-// bisection.
+// threshold brackets u* = sup{u : L(u) ≤ ε}. If L(d) = d^R/R > ε the root
+// lies in [d/2, d]. Otherwise the mean value theorem gives
+// d·(u−d)^{R−1} ≤ L(u) ≤ d·u^{R−1} for u ≥ d, so with g = (ε/d)^{1/(R−1)}
+// the root lies in [max(d, g), g + d], and g + d/2 is an excellent first
+// guess. Safeguarded Newton steps (bisection when a step leaves the
+// bracket) converge in a few iterations; the result is bracketed by the
+// last step plus 2 ulps. An error of that size moves δ only to second
+// order (δ is stationary in u at u*), far below lemma1's survivalErr
+// slack.
 func (m Subbotin) threshold(epsilon, d float64) (lo, hi float64) {
-	if m.R == 1 { // Laplace: L = 2u − d up to u = d, then d.
+	r := m.R
+	if r == 1 { // Laplace: L = 2u − d up to u = d, then d.
 		if d <= epsilon {
 			return math.Inf(1), math.Inf(1)
 		}
 		return ulps((epsilon+d)/2, 2)
 	}
-	if m.loss(d, d) > epsilon {
+	var u float64
+	if ld := math.Exp(r*math.Log(d)) / r; ld > epsilon {
+		// L rises from 0 at d/2 to ld at d: start by linear interpolation.
 		lo, hi = d/2, d
+		u = d/2 + d/2*epsilon/ld
 	} else {
-		g := math.Pow(epsilon/d, 1/(m.R-1))
-		if math.IsInf(g, 1) || m.survival(g-d) == 0 {
-			// u* ≥ g is so far out that S(u* − d) underflows: δ = 0.
+		g := math.Exp(math.Log(epsilon/d) / (r - 1))
+		// Past (745·R)^{1/R} the tail S underflows (|x|^R/R > 745): then
+		// δ ≤ S(u* − d) = 0 whatever u* is.
+		if math.IsInf(g, 1) || g-d > math.Exp(math.Log(745*r)/r) {
 			return math.Inf(1), math.Inf(1)
 		}
 		lo, hi = math.Max(d, g), g+d
-		if m.loss(lo, d) > epsilon || !(m.loss(hi, d) > epsilon) {
-			return m.bisect(epsilon, d)
-		}
+		u = math.Max(lo, g+d/2)
 	}
-	u := lo + (hi-lo)/2
-	for i := 0; i < 100; i++ {
-		l := m.loss(u, d)
+	for range 100 {
+		l, dl := m.lossSlope(u, d)
 		if l <= epsilon {
 			lo = u
 		} else {
 			hi = u
 		}
 		if hi-lo <= 4e-16*hi {
-			return lo, hi
+			return ulps2(lo, hi)
 		}
-		step := (l - epsilon) / m.dloss(u, d)
+		step := (l - epsilon) / dl
+		if w := math.Abs(step); w <= 4e-16*u {
+			return ulps2(u-w, u+w)
+		}
 		next := u - step
-		if math.Abs(step) <= 1e-15*u {
-			// Converged from one side: probe a few ulps on both sides to
-			// close the bracket.
-			w := math.Abs(step) + 4e-16*u
-			if l := u - w; l > lo && m.loss(l, d) <= epsilon {
-				lo = l
-			}
-			if h := u + w; h < hi && m.loss(h, d) > epsilon {
-				hi = h
-			}
-			if hi-lo <= 1e-14*hi {
-				return lo, hi
-			}
-			next = lo + (hi-lo)/2
-		}
 		if !(next > lo && next < hi) {
 			next = lo + (hi-lo)/2
 		}
 		u = next
 	}
+	return m.bisect(epsilon, d)
+}
+
+// ulps2 widens [lo, hi] by 2 ulps on each side.
+func ulps2(lo, hi float64) (float64, float64) {
+	lo, _ = ulps(lo, 2)
+	_, hi = ulps(hi, 2)
 	return lo, hi
 }
 

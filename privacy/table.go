@@ -22,9 +22,11 @@ import (
 // rather than ln δ because s bends sharply as δ approaches 1/2). A lookup
 // interpolates ln s with tensor-product cubic Lagrange polynomials on the
 // 4×4 surrounding points, multiplies by 1 + lookupMargin and accepts the
-// result only if the exact criterion holds there (tableSpec.holds), adding
-// evalMargin as the solvers do; while the criterion fails it steps up by
-// lookupMargin, at most lookupSteps times. If that fails too, or the table
+// result only if the exact criterion holds there: for Gaussian and
+// Subbotin their Delta method, evaluated at the very scale returned for the
+// caller's Δ (calibrateScale); for other tables tableSpec.holds at Δ = 1
+// (tableOrSolve). While the criterion fails it steps up by lookupMargin, at
+// most lookupSteps times. If that fails too, or the table
 // has no cheap criterion, the lookup returns the table entry at the grid
 // corner with the smaller ε and the smaller δ: s is non-increasing in ε and
 // in δ (Lemma 2), so that entry is ≥ the exact minimum at the query (it is
@@ -279,40 +281,75 @@ func (t *scaleTable) interpolate(epsilon, delta float64) (s, corner float64, ok 
 	return math.Exp(v), d.scale[i*d.nDelta+j], true
 }
 
-// lookup returns a unit-sensitivity scale ≥ the exact minimum at (ε, δ), or
-// false if the point is off the grid.
-func (t *scaleTable) lookup(epsilon, delta float64) (float64, bool) {
+// lookup returns a scale for (ε, δ) from the table, or false if the point
+// is off the grid or no candidate passes. check turns a unit-sensitivity
+// candidate into the final scale and reports whether the exact criterion
+// holds there; the candidates are the interpolant times (1 + lookupMargin)^k,
+// k = 1…lookupSteps, then the grid corner.
+func (t *scaleTable) lookup(epsilon, delta float64, check func(unit float64) (float64, bool)) (float64, bool) {
 	s, corner, ok := t.interpolate(epsilon, delta)
 	if !ok {
 		return 0, false
-	}
-	if t.holds == nil {
-		return corner, true
 	}
 	for range lookupSteps {
 		s *= 1 + lookupMargin
 		if s >= corner {
 			break
 		}
-		if t.holds(epsilon, delta, s) {
-			return math.Min(s*(1+evalMargin), corner), true
+		if v, ok := check(s); ok {
+			return v, true
 		}
 	}
 	// The corner entry is an upper bound by monotonicity; checking it too
 	// guards against a damaged table (then the solver answers).
-	return corner, t.holds(epsilon, delta, corner)
+	return check(corner)
+}
+
+// unitLookup returns the unit-sensitivity scale for (ε, δ) from the table,
+// checked with the spec's holds, or (with no cheap criterion) the grid
+// corner; false if the point is off the grid or nothing passes.
+func (t *scaleTable) unitLookup(epsilon, delta float64) (float64, bool) {
+	if t.holds == nil {
+		_, corner, ok := t.interpolate(epsilon, delta)
+		return corner, ok
+	}
+	return t.lookup(epsilon, delta, func(u float64) (float64, bool) { return u, t.holds(epsilon, delta, u) })
 }
 
 // tableOrSolve returns the unit-sensitivity scale for (ε, δ) from the table
-// named by key if there is one covering the point, and from solve
-// otherwise, with the method used.
+// named by key if there is one covering the point (unitLookup), and from
+// solve otherwise, with the method used.
 func tableOrSolve(key tableKey, epsilon, delta float64, solve func(epsilon, delta float64) (float64, error)) (float64, Method, error) {
 	if t := tableFor(key); t != nil {
-		if s, ok := t.lookup(epsilon, delta); ok {
+		if s, ok := t.unitLookup(epsilon, delta); ok {
 			return s, Table, nil
 		}
 	}
 	s, err := solve(epsilon, delta)
+	return s, Solver, err
+}
+
+// calibrateScale returns the scale for (ε, δ, Δ) of a mechanism with a
+// cheap exact criterion deltaAt (its Delta method): a table lookup checked
+// at the very scale it returns (one evaluation of the criterion in the
+// common case), or else the solver, rescaled and checked the same way.
+func calibrateScale(key tableKey, epsilon, delta, sensitivity float64,
+	solve func(epsilon, delta float64) (float64, error),
+	deltaAt func(epsilon, scale, sensitivity float64) float64) (float64, Method, error) {
+	if t := tableFor(key); t != nil {
+		check := func(u float64) (float64, bool) {
+			s, err := scaleFor(u, sensitivity)
+			return s, err == nil && deltaAt(epsilon, s, sensitivity) <= delta
+		}
+		if s, ok := t.lookup(epsilon, delta, check); ok {
+			return s, Table, nil
+		}
+	}
+	unit, err := solve(epsilon, delta)
+	if err != nil {
+		return 0, Solver, err
+	}
+	s, err := finishScale(unit, epsilon, delta, sensitivity, deltaAt)
 	return s, Solver, err
 }
 

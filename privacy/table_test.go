@@ -15,18 +15,25 @@ import (
 // times 1 + evalMargin (and a few ulps from settle).
 const lcSolverLow = 1/(1+evalMargin)/(1+solverTol) - 1e-15
 
-// lcTablesUnderTest returns the tables that were generated and are
-// registered, failing if a registered spec has no table (the file is stale).
-func lcTablesUnderTest(t *testing.T) map[tableKey]*scaleTable {
+// lcTable is a generated table with its key.
+type lcTable struct {
+	key tableKey
+	tb  *scaleTable
+}
+
+// lcTablesUnderTest returns the generated tables of the registered specs in
+// a fixed order (so that seeded tests are deterministic), failing if a
+// registered spec has no table (the file is stale).
+func lcTablesUnderTest(t *testing.T) []lcTable {
 	t.Helper()
-	out := map[tableKey]*scaleTable{}
+	var out []lcTable
 	for _, key := range tableKeys() {
 		tb := tableFor(key)
 		if tb == nil {
 			t.Errorf("no generated table for %v: run go generate ./privacy", key)
 			continue
 		}
-		out[key] = tb
+		out = append(out, lcTable{key, tb})
 	}
 	return out
 }
@@ -37,7 +44,8 @@ func lcTablesUnderTest(t *testing.T) map[tableKey]*scaleTable {
 // Pure (1-D) tables have costly solvers, so they get fewer points.
 func TestTableLookupVsSolver(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 7))
-	for key, tb := range lcTablesUnderTest(t) {
+	for _, lt := range lcTablesUnderTest(t) {
+		key, tb := lt.key, lt.tb
 		spec := tableSpecs[key]
 		n := 40
 		if spec.pure {
@@ -50,7 +58,7 @@ func TestTableLookupVsSolver(t *testing.T) {
 			if !spec.pure {
 				delta = tb.y.value(rng.Float64() * float64(tb.data.nDelta-1))
 			}
-			got, ok := tb.lookup(eps, delta)
+			got, ok := tb.unitLookup(eps, delta)
 			if !ok {
 				t.Errorf("%v: lookup at ε = %v, δ = %v missed", key, eps, delta)
 				continue
@@ -76,7 +84,8 @@ func TestTableLookupVsSolver(t *testing.T) {
 // Lemma 2 says (non-increasing in ε and δ) up to the solver's 1e-8 noise.
 func TestTableDataFresh(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 11))
-	for key, tb := range lcTablesUnderTest(t) {
+	for _, lt := range lcTablesUnderTest(t) {
+		key, tb := lt.key, lt.tb
 		spec, d := tableSpecs[key], tb.data
 		g := gridFor(spec)
 		if d.epsMin != g.epsMin || d.epsMax != g.epsMax || d.nEps != gridSize(g.epsMin, g.epsMax, g.epsPerDecade) ||
@@ -146,7 +155,7 @@ func TestTableDamaged(t *testing.T) {
 		}
 		tb := newScaleTable(&d, spec.holds)
 		for _, p := range [][2]float64{{0.0123, 3.3e-9}, {1.7, 0.0042}, {15, 2e-14}} {
-			got, ok := tb.lookup(p[0], p[1])
+			got, ok := tb.unitLookup(p[0], p[1])
 			exact, _ := gaussianSolve(p[0], p[1])
 			switch {
 			case factor == 0.5 && ok:

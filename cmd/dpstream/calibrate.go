@@ -173,8 +173,11 @@ func calibrateAll(out io.Writer, epsilon, delta, sensitivity float64, asJSON boo
 	fmt.Fprintf(tw, "mechanism\tscale\tvariance\tstddev\tmean_abs_error\tmethod\n")
 	for _, r := range rows {
 		name := r.Mechanism
-		if name == "gaussian-classic" {
+		switch {
+		case name == "gaussian-classic":
 			name += " (loose)"
+		case strings.HasPrefix(name, "discrete-"):
+			name += " (integer queries)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, exact(r.Scale), optNum(r.Variance), optNum(r.StdDev), optNum(r.MeanAbsError), r.Method)
 	}

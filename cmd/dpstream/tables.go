@@ -37,13 +37,13 @@ file in place, if a table is not accurate enough.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			progress := cmd.ErrOrStderr()
 			if check {
-				var b bytes.Buffer
-				if err := privacy.GenerateTables(&b, progress); err != nil {
-					return err
-				}
 				old, err := os.ReadFile(out)
 				if err != nil {
 					return fmt.Errorf("tables: %w", err)
+				}
+				var b bytes.Buffer
+				if err := privacy.GenerateTables(&b, progress); err != nil {
+					return err
 				}
 				if !bytes.Equal(old, b.Bytes()) {
 					return errTablesStale

@@ -18,9 +18,16 @@ on the exact criterion (lo fails it, hi meets it). It also stores CDF values,
 exact deltas at given scales, absolute moments by numerical integration, and
 tail quantiles.
 
-Run from the repository root (takes a few minutes; needs mpmath >= 1.3):
+Run from the repository root (about 45 minutes on one core, nearly all of
+it the Subbotin scales; needs mpmath >= 1.3):
 
     python3 privacy/testdata/gen_reference.py > privacy/testdata/reference.json
+
+or recompute some sections of the existing file:
+
+    python3 privacy/testdata/gen_reference.py --update \
+        privacy/testdata/reference.json cdfs deltas moments > /tmp/ref.json &&
+        mv /tmp/ref.json privacy/testdata/reference.json
 
 Test-time oracle only: nothing at run time depends on Python.
 """
@@ -213,18 +220,26 @@ def delta_records():
 
 
 def cdf_records():
+    """F(x) for x <= 0 and the upper tail S(x) = 1 - F(x) for x > 0, each
+    computed directly (no 1 - F cancellation), so both tails keep their
+    relative precision."""
     out = []
-    xs = ["-60", "-30", "-12", "-5", "-2", "-1", "-0.5", "-0.01", "0", "0.3", "1", "2.5", "6"]
+    xs = ["-60", "-30", "-12", "-5", "-2", "-1", "-0.5", "-0.01", "0", "0.3", "1", "2.5", "6", "12", "30"]
     mechs = [("laplace", Subbotin("1")), ("logistic", Logistic())] + \
             [("subbotin:" + r, Subbotin(r)) for r in ["1.25", "1.5", "2", "3", "8", "50"]]
     for name, m in mechs:
         for x in xs:
-            v = 1 - m.sf(mp.mpf(x))
-            if x.startswith("-"):
-                v = m.sf(-mp.mpf(x))  # lower tail without cancellation
-            out.append({"mechanism": name, "x": float(x), "cdf": mp.nstr(v, 20)})
+            xv = mp.mpf(x)
+            if xv <= 0:
+                out.append({"mechanism": name, "x": float(x), "cdf": mp.nstr(m.sf(-xv), 20)})
+            else:
+                out.append({"mechanism": name, "x": float(x), "sf": mp.nstr(m.sf(xv), 20)})
     for x in xs:
-        out.append({"mechanism": "gaussian", "x": float(x), "cdf": mp.nstr(mp.ncdf(mp.mpf(x)), 20)})
+        xv = mp.mpf(x)
+        if xv <= 0:
+            out.append({"mechanism": "gaussian", "x": float(x), "cdf": mp.nstr(mp.ncdf(xv), 20)})
+        else:
+            out.append({"mechanism": "gaussian", "x": float(x), "sf": mp.nstr(mp.ncdf(-xv), 20)})
     return out
 
 
@@ -256,16 +271,23 @@ def moment_records():
     return out
 
 
+SECTIONS = {"scales": lambda: scale_records(sys.stderr), "deltas": delta_records,
+            "cdfs": cdf_records, "moments": moment_records}
+
+
 def main():
-    ref = {
-        "generator": "privacy/testdata/gen_reference.py",
-        "mpmath": mp.__version__,
-        "dps": mp.mp.dps,
-        "scales": scale_records(sys.stderr),
-        "deltas": delta_records(),
-        "cdfs": cdf_records(),
-        "moments": moment_records(),
-    }
+    """With no arguments, compute every section and print the JSON. With
+    --update FILE SECTION..., recompute only the named sections of an
+    existing FILE (the scales take the better part of an hour)."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--update":
+        path, names = sys.argv[2], sys.argv[3:]
+        with open(path) as f:
+            ref = json.load(f)
+    else:
+        ref, names = {}, list(SECTIONS)
+    ref.update({"generator": "privacy/testdata/gen_reference.py", "mpmath": mp.__version__, "dps": mp.mp.dps})
+    for name in names:
+        ref[name] = SECTIONS[name]()
     json.dump(ref, sys.stdout, indent=1)
     sys.stdout.write("\n")
 
