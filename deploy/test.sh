@@ -11,6 +11,20 @@ if [ -x deploy/kafka/kafka.sh ]; then
   export DPSTREAM_TEST_BROKERS="${DPSTREAM_TEST_BROKERS:-127.0.0.1:9092}"
 fi
 
+# The Python consumer example (examples/python) is tested against the broker
+# (cmd/dpstream TestKafkaPythonConsumer): install its requirements into a
+# cached venv and point the test at it. Without them that test skips.
+pyvenv="${XDG_CACHE_HOME:-$HOME/.cache}/dpstream/pyvenv"
+if command -v python3 >/dev/null 2>&1; then
+  if ! "$pyvenv/bin/python" -c 'import kafka, msgpack' >/dev/null 2>&1; then
+    { python3 -m venv "$pyvenv" && "$pyvenv/bin/pip" install -q -r examples/python/requirements.txt; } ||
+      echo "test.sh: could not install examples/python/requirements.txt; the Python example's test will skip" >&2
+  fi
+  if "$pyvenv/bin/python" -c 'import kafka, msgpack' >/dev/null 2>&1; then
+    export DPSTREAM_PYTHON="$pyvenv/bin/python"
+  fi
+fi
+
 go vet ./...
 go test -count=1 -timeout 20m ./...
 

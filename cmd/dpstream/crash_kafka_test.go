@@ -1,0 +1,419 @@
+package main
+
+// The crash test: dpstream run as a subprocess, killed with SIGKILL at random
+// points while the input is being produced, restarted each time, must in
+// the end have published exactly the releases of a failure-free run with
+// the same key: same release keys, identical bytes.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dpstream/dpstream/operator"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// crashConfigYAML is the dpstream run configuration of the crash test: the
+// demo's schema, windows, bounds and budget (see demoConfig), with the key
+// in a file and a shorter idle timeout than the demo's (4 s: the operator
+// polls for closed windows every idle_timeout/10, so windows are published
+// within 0.4 s and kills land around publications; the producer never
+// pauses a partition for more than about 1 s). %[1]s brokers, %[2]s input topic, %[3]s group, %[4]s output
+// topic, %[5]s release namespace, %[6]s key file.
+const crashConfigYAML = `kafka:
+  brokers: [%[1]s]
+  input_topics: [%[2]s]
+  group_id: %[3]s
+  output_topic: %[4]s
+  release_namespace: %[5]s
+  instance: crash-test
+  client_id: dpstream-crash-test
+  create_topics: true
+  start_offset: earliest
+  commit_interval: 200ms
+  batch_timeout: 2ms
+  session_timeout: 6s
+  retry_backoff: 100ms
+  retry_backoff_max: 2s
+schema:
+  format: auto
+  time_field: ts
+  time_format: unix_ms
+  unit_field: meter
+  group_by: [region]
+  histogram:
+    field: status
+    categories: [ok, estimated, fault]
+  value_field: wh
+  lower: 0
+  upper: 300
+windows:
+  size: 15m
+  allowed_lateness: 1m
+  idle_timeout: 4s
+  aggregates: [count, histogram, sum, mean]
+bounds:
+  max_groups: 1
+  max_buckets: 2
+  max_per_bucket: 2
+  max_values: 3
+privacy:
+  epsilon: 1
+  delta: 1e-6
+  mechanism: laplace
+  public_groups: [[north], [east], [south], [west]]
+  confidence: 0.95
+  key_file: %[6]s
+  key_env: ""
+observability:
+  listen: ""
+  log_level: info
+  log_format: json
+`
+
+// crashTest holds what the subprocess runs share.
+type crashTest struct {
+	t       *testing.T
+	bin     string
+	brokers []string
+	dir     string
+	keyFile string
+	ns      string
+	in      string
+}
+
+// buildDpstream builds the dpstream binary once into dir.
+func buildDpstream(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "dpstream")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeConfig writes a run configuration for group and output topic and
+// checks that it loads to the demo's settings.
+func (c *crashTest) writeConfig(name, group, output string) string {
+	c.t.Helper()
+	path := filepath.Join(c.dir, name+".yaml")
+	y := fmt.Sprintf(crashConfigYAML, strings.Join(c.brokers, ", "), c.in, group, output, c.ns, c.keyFile)
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	cfg, err := operator.Load(path, nil)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		c.t.Fatalf("crash test config: %v", err)
+	}
+	want := demoConfig(defaultDemoOptions(), c.brokers, c.in, output, group)
+	if cfg.Windows.Size != want.Windows.Size || cfg.Bounds != want.Bounds || cfg.Schema.Upper != want.Schema.Upper ||
+		!slices.Equal(cfg.Windows.Aggregates, want.Windows.Aggregates) || cfg.Privacy.Epsilon != want.Privacy.Epsilon {
+		c.t.Fatalf("crash test config differs from the demo's: %+v", cfg)
+	}
+	return path
+}
+
+// proc is one running dpstream run subprocess.
+type proc struct {
+	cmd       *exec.Cmd
+	started   chan struct{} // closed at the first "generation started" log line
+	published chan struct{} // receives a value at each "window published" log line
+	done      chan error    // receives Wait's result
+	mu        sync.Mutex
+	tail      []string // last log lines, for failure messages
+}
+
+// start runs dpstream run --config cfg. Its environment has no DPSTREAM_*
+// variables, so the configuration file alone decides (the key included).
+func (c *crashTest) start(cfg string) *proc {
+	c.t.Helper()
+	p := &proc{started: make(chan struct{}), published: make(chan struct{}, 1024), done: make(chan error, 1)}
+	p.cmd = exec.Command(c.bin, "run", "--config", cfg)
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "DPSTREAM_") {
+			p.cmd.Env = append(p.cmd.Env, e)
+		}
+	}
+	stderr, err := p.cmd.StderrPipe()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	go func() {
+		var once sync.Once
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.tail = append(p.tail, line)
+			if len(p.tail) > 30 {
+				p.tail = p.tail[1:]
+			}
+			p.mu.Unlock()
+			switch {
+			case strings.Contains(line, `"generation started"`):
+				once.Do(func() { close(p.started) })
+			case strings.Contains(line, `"window published"`):
+				select {
+				case p.published <- struct{}{}:
+				default:
+				}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.done <- p.cmd.Wait()
+	}()
+	return p
+}
+
+func (p *proc) logTail() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.tail, "\n")
+}
+
+// releases reads topic and returns, per release key, every value written
+// under it, failing on anything that is not a valid release.
+func (c *crashTest) releases(ctx context.Context, topic string) map[string][][]byte {
+	c.t.Helper()
+	msgs, err := snapshotTopic(ctx, c.brokers, topic)
+	if err != nil {
+		c.t.Fatalf("reading %s: %v", topic, err)
+	}
+	out := map[string][][]byte{}
+	for _, m := range msgs {
+		r, err := schema.DecodeRelease(m.Value)
+		if err != nil || r.Key() != string(m.Key) {
+			c.t.Fatalf("%s offset %d: not a valid release (%v)", topic, m.Offset, err)
+		}
+		out[string(m.Key)] = append(out[string(m.Key)], m.Value)
+	}
+	return out
+}
+
+// waitReleases waits until topic holds n distinct release keys.
+func (c *crashTest) waitReleases(ctx context.Context, p *proc, topic string, n int) {
+	c.t.Helper()
+	for {
+		if _, err := topicPartitions(ctx, c.brokers, topic); err == nil {
+			if msgs, err := snapshotTopic(ctx, c.brokers, topic); err == nil {
+				keys := map[string]bool{}
+				for _, m := range msgs {
+					keys[string(m.Key)] = true
+				}
+				if len(keys) >= n {
+					return
+				}
+			}
+		}
+		select {
+		case err := <-p.done:
+			c.t.Fatalf("dpstream run exited early (%v); last log lines:\n%s", err, p.logTail())
+		case <-ctx.Done():
+			c.t.Fatalf("%s did not get %d releases in time; last log lines:\n%s", topic, n, p.logTail())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit (drain and commit).
+func (c *crashTest) stop(p *proc) {
+	c.t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			c.t.Errorf("dpstream run did not exit cleanly on SIGTERM: %v\n%s", err, p.logTail())
+		}
+	case <-time.After(45 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		c.t.Errorf("dpstream run did not exit within 45s of SIGTERM\n%s", p.logTail())
+	}
+}
+
+// TestKafkaCrashRecovery: while the input is produced in chunks, dpstream
+// run (a subprocess) is killed with SIGKILL at random points (fixed seed)
+// several times and restarted; then it runs until every window is
+// published. A failure-free run with the same key on the same input
+// publishes to another topic. Both topics must hold the same release keys
+// with identical bytes: nothing missing, nothing divergent (a release
+// written twice across a crash is allowed only with identical bytes).
+func TestKafkaCrashRecovery(t *testing.T) {
+	brokers := kafkaTestBrokers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	id := randomID()
+	c := &crashTest{t: t, bin: buildDpstream(t, dir), brokers: brokers, dir: dir,
+		keyFile: filepath.Join(dir, "key"), ns: "dpstream-crash-" + id, in: "dpstream-crash-" + id + "-in"}
+	// A fixed test key (bytes 0x00, 0x07, 0x0e, …), hex in a 0600 file.
+	var key [32]byte
+	for i := range key {
+		key[i] = byte(7 * i)
+	}
+	if err := os.WriteFile(c.keyFile, []byte(hex.EncodeToString(key[:])+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const nWindows = 8
+	s, err := generate(synthConfig{Seed: 11, Windows: nWindows, EventsPerWindow: 3000, Partitions: demoPartitions,
+		Base: synthBase, Size: synthWindowDuration, Lateness: synthLateness})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReleases := nWindows * len(synthRegions) * len(aggregateOrder)
+	if err := createDemoTopic(ctx, brokers, c.in, demoPartitions); err != nil {
+		t.Fatal(err)
+	}
+
+	// The producer: the stream in 32 chunks, one a second (4 per window of
+	// event time), so that windows close and are published all through the
+	// kills and restarts (a restart waits about 6 s, the session timeout,
+	// for the killed member to leave the group).
+	produced := make(chan error, 1)
+	go func() {
+		const chunks = 4 * nWindows
+		n := len(s.Msgs)
+		for i := range chunks {
+			part := &synthStream{cfg: s.cfg, Msgs: s.Msgs[i*n/chunks : (i+1)*n/chunks]}
+			if err := produceStream(ctx, brokers, c.in, part); err != nil {
+				produced <- err
+				return
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+		produced <- nil
+	}()
+
+	group, out := "dpstream-crash-"+id, "dpstream-crash-"+id+"-out"
+	cfg := c.writeConfig("crash", group, out)
+	// Kill points (fixed seed): half of the kills at a random time 0–2 s
+	// into consumption, half 0–150 ms after the k-th window publication of
+	// the run (k = 1 or 2): between the release and state writes, the
+	// state write and the offset commit (every 200 ms), or later.
+	rng := rand.New(rand.NewPCG(20240501, 9))
+	const kills = 5
+	for i := range kills {
+		p := c.start(cfg)
+		select {
+		case <-p.started:
+		case err := <-p.done:
+			t.Fatalf("run %d exited before consuming (%v):\n%s", i, err, p.logTail())
+		case <-ctx.Done():
+			t.Fatalf("run %d did not start consuming:\n%s", i, p.logTail())
+		}
+		how := ""
+		if rng.IntN(2) == 0 {
+			d := time.Duration(rng.Int64N(int64(2 * time.Second)))
+			time.Sleep(d)
+			how = fmt.Sprintf("%v into consumption", d.Round(time.Millisecond))
+		} else {
+			k, d := 1+rng.IntN(2), time.Duration(rng.Int64N(int64(150*time.Millisecond)))
+			seen := 0
+			timeout := time.After(15 * time.Second)
+		wait:
+			for seen < k {
+				select {
+				case <-p.published:
+					seen++
+				case <-timeout:
+					break wait
+				}
+			}
+			time.Sleep(d)
+			how = fmt.Sprintf("%v after window publication %d of this run (%d seen)", d.Round(time.Millisecond), k, seen)
+		}
+		if err := p.cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		<-p.done
+		n := 0
+		if rels, err := snapshotTopic(ctx, brokers, out); err == nil {
+			n = len(rels)
+		}
+		t.Logf("kill %d: SIGKILL %s; %d release messages in the output so far", i+1, how, n)
+	}
+	if err := <-produced; err != nil {
+		t.Fatalf("producing: %v", err)
+	}
+	p := c.start(cfg)
+	c.waitReleases(ctx, p, out, wantReleases)
+	c.stop(p)
+
+	// The failure-free reference run: same input, key and namespace.
+	refGroup, refOut := "dpstream-crash-"+id+"-ref", "dpstream-crash-"+id+"-ref-out"
+	rp := c.start(c.writeConfig("ref", refGroup, refOut))
+	c.waitReleases(ctx, rp, refOut, wantReleases)
+	c.stop(rp)
+
+	got, ref := c.releases(ctx, out), c.releases(ctx, refOut)
+	if len(ref) != wantReleases {
+		t.Fatalf("the reference run published %d release keys, want %d", len(ref), wantReleases)
+	}
+	dups := 0
+	for _, k := range slices.Sorted(maps.Keys(ref)) {
+		if len(ref[k]) != 1 {
+			t.Errorf("the reference run published %q %d times", k, len(ref[k]))
+		}
+		vs, ok := got[k]
+		if !ok {
+			t.Errorf("release %q is missing after the crashes", k)
+			continue
+		}
+		dups += len(vs) - 1
+		for _, v := range vs {
+			if !bytes.Equal(v, ref[k][0]) {
+				t.Errorf("release %q diverges from the failure-free run", k)
+			}
+		}
+	}
+	for k := range got {
+		if _, ok := ref[k]; !ok {
+			t.Errorf("release %q was published only by the crashed runs", k)
+		}
+	}
+	t.Logf("%d releases, identical to the failure-free run; %d written twice across a crash (identical bytes)", len(ref), dups)
+	// The windows are the demo's: the reference's values decode and their
+	// windows are the expected ones.
+	starts := map[int64]bool{}
+	for _, vs := range ref {
+		r, _ := schema.DecodeRelease(vs[0])
+		starts[r.WindowStart] = true
+	}
+	for w := range nWindows {
+		if !starts[s.windowStart(w)] {
+			t.Errorf("window %d missing from the reference run", w)
+		}
+	}
+}
