@@ -9,7 +9,8 @@ import "math"
 // log(1+((x−Δ)/γ)²) − log(1+(x/γ)²) peaks at ε = 2·asinh(Δ/(2γ)) (Zawacki &
 // Abed, Theorem 25), so the smallest scale is γ = Δ/(2·sinh(ε/2)), computed
 // in closed form and rounded up. δ is validated and ignored: the returned
-// Calibration is pure (Delta = 0) for every requested δ.
+// Calibration is pure (Delta = 0) for every requested δ. ε above 1000 is
+// rejected (the scale would approach the float64 underflow).
 //
 // The mean and the variance do not exist: MeanAbsError and Variance are
 // +Inf. The useful error figure is the median absolute error, which equals
@@ -21,12 +22,16 @@ func (m Cauchy) Name() string { return "cauchy" }
 
 // Calibrate implements Mechanism with the closed form γ = Δ/(2·sinh(ε/2)),
 // rounded up by 8 ulps (sinh, the product and the quotient carry a few ulps
-// of error) and verified against ε = 2·asinh(Δ/(2γ)).
+// of error) and verified against ε = 2·asinh(Δ/(2γ)) as Epsilon computes it
+// (rounded up), so that Epsilon(scale, Δ) ≤ ε always holds.
 func (m Cauchy) Calibrate(epsilon, delta, sensitivity float64) (Calibration, error) {
 	if err := checkBudget(epsilon, delta, sensitivity); err != nil {
 		return Calibration{}, err
 	}
-	unit, err := settle(roundUp(1/(2*math.Sinh(epsilon/2)), 8), func(s float64) bool { return cauchyEpsilon(1/s) <= epsilon })
+	if err := checkStableEpsilon(m.Name(), epsilon); err != nil {
+		return Calibration{}, err
+	}
+	unit, err := settle(roundUp(1/(2*math.Sinh(epsilon/2)), 8), func(s float64) bool { return cauchyEpsilonUp(1/s) <= epsilon })
 	if err != nil {
 		return Calibration{}, err
 	}
@@ -37,8 +42,9 @@ func (m Cauchy) Calibrate(epsilon, delta, sensitivity float64) (Calibration, err
 	return Calibration{Mechanism: m.Name(), Epsilon: epsilon, Delta: 0, Sensitivity: sensitivity, Scale: s, Method: ClosedForm}, nil
 }
 
-// cauchyEpsilon is the exact pure ε at d = Δ/γ: 2·asinh(d/2).
-func cauchyEpsilon(d float64) float64 { return 2 * math.Asinh(d/2) }
+// cauchyEpsilonUp is the exact pure ε at d = Δ/γ, 2·asinh(d/2), rounded up
+// by 4 ulps (asinh's error and the scaling).
+func cauchyEpsilonUp(d float64) float64 { return roundUp(2*math.Asinh(d/2), 4) }
 
 // Epsilon returns the pure ε of scale·X for the given sensitivity,
 // 2·asinh(Δ/(2·scale)), rounded up. It is +Inf for scale 0 and NaN for an
@@ -50,11 +56,17 @@ func (m Cauchy) Epsilon(scale, sensitivity float64) float64 {
 	if scale == 0 {
 		return math.Inf(1)
 	}
-	return roundUp(cauchyEpsilon(sensitivity/scale), 4)
+	return cauchyEpsilonUp(sensitivity / scale)
 }
 
 // PDF returns the standard Cauchy density 1/(π(1+x²)).
-func (m Cauchy) PDF(x float64) float64 { return math.Exp(cauchyLogPDF(x)) }
+func (m Cauchy) PDF(x float64) float64 {
+	x = math.Abs(x)
+	if x > 1e150 { // x² would overflow
+		return 1 / (math.Pi * x) / x
+	}
+	return 1 / (math.Pi * (1 + x*x))
+}
 
 // cauchyLogPDF is log of the standard Cauchy density, without overflow for
 // large |x|.

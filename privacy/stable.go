@@ -9,21 +9,24 @@ import (
 // Stable is the symmetric α-stable (SαS) mechanism of Zawacki & Abed,
 // "Heavy-Tailed Privacy: The Symmetric alpha-Stable Privacy Mechanism": X has
 // characteristic function exp(−|t|^α), 1 ≤ α < 2. α = 1 is the Cauchy
-// distribution; α = 2 would be the Gaussian N(0, 2), which is not pure DP and
-// is therefore excluded.
+// distribution; α = 2 would be the Gaussian N(0, 2), which is not pure DP
+// and is therefore excluded.
 //
 // Guarantee: pure ε-DP (their Theorem 16 for 1 ≤ α < 2). The paper gives no
 // scale formula except for α = 1, so Calibrate computes the smallest scale
-// numerically from the exact criterion sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε
-// (see stable_loss.go: the supremum is attained at an interior point, found
-// by bracketing and Brent's method), with the density from Zolotarev's
-// integral and its power and asymptotic series (stable_density.go; relative
-// error about 1e-14, bounded by 1e-12 in the margins, checked against a
-// 30-digit mpmath reference) and a checked Chebyshev interpolant of it for
-// speed (stable_interp.go). The computed loss is inflated by its error bound before it is
-// compared with ε, so rounding and quadrature error push the scale up, never
-// down. The scale is within 1e-6 (relative) of the exact minimum for
-// ε ∈ [1e-3, 20], up to that error bound.
+// numerically from the exact criterion
+// sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε (stable_loss.go: the supremum is
+// attained at an interior point, found by bracketing and Brent's method).
+// The density comes from Zolotarev's integral and its power and asymptotic
+// series (stable_density.go; relative error about 1e-14, bounded by 1e-12 in
+// the margins, checked against a 30-digit mpmath reference), through a
+// checked Chebyshev interpolant for speed (stable_interp.go). The computed
+// loss is inflated by its error bound before it is compared with ε, so
+// rounding and quadrature errors push the scale up, never down. The solver's
+// scale is within 1e-6 (relative) of the exact minimum for ε ∈ [1e-3, 20],
+// up to that error bound; table lookups (α on the table grid) are within
+// 1e-3 and checked with the same criterion. Supported ε: 1e-6 to 1000
+// (sasMinEpsilon, sasMaxEpsilon).
 //
 // δ is ignored: for δ > 0 Calibrate returns the pure ε-DP scale, which is
 // valid for every δ but conservative (a hockey-stick calibration could use a
@@ -36,9 +39,9 @@ import (
 // noise is closed under convolution, so sums of SαS noise are SαS.
 //
 // Stable{Alpha: 1} behaves exactly like Cauchy (closed forms), under the
-// name "sas:1". Other supported values are sasMinAlpha ≤ α ≤ sasMaxAlpha
-// (1.0001 to 1.999999); NewStable rejects the rest, and the methods of an unsupported value return errors or
-// NaN.
+// name "sas:1". The other supported values are sasMinAlpha ≤ α ≤ sasMaxAlpha
+// (1.0001 to 1.999999); NewStable rejects the rest, and the methods of an
+// unsupported value return errors or NaN.
 type Stable struct{ Alpha float64 }
 
 // The supported α besides 1 (Cauchy) are sasMinAlpha ≤ α ≤ sasMaxAlpha, the
@@ -100,18 +103,26 @@ func (m Stable) tableKey() tableKey { return tableKey{family: "sas", param: m.Al
 // Calibrate implements Mechanism: the smallest scale γ for which adding γ·X
 // to a query with the given sensitivity is ε-DP (pure; δ is validated and
 // then ignored, see the type's documentation). For α = 1 it is Cauchy's
-// closed form; otherwise a precomputed table when one covers (α, ε), else the
-// numerical solver (a few tens of milliseconds).
+// closed form; otherwise a precomputed table when one covers (α, ε), checked
+// with the exact criterion, else the numerical solver. Both need the fast
+// density for α, which the first call per α builds (a few hundred density
+// integrals, about 10–20 ms); after that a solve takes tens of microseconds.
 func (m Stable) Calibrate(epsilon, delta, sensitivity float64) (Calibration, error) {
 	if err := m.check(); err != nil {
 		return Calibration{}, err
 	}
 	if m.cauchy() {
 		c, err := Cauchy{}.Calibrate(epsilon, delta, sensitivity)
+		if err != nil {
+			return Calibration{}, err
+		}
 		c.Mechanism = m.Name()
-		return c, err
+		return c, nil
 	}
 	if err := checkBudget(epsilon, delta, sensitivity); err != nil {
+		return Calibration{}, err
+	}
+	if err := checkStableEpsilon(m.Name(), epsilon); err != nil {
 		return Calibration{}, err
 	}
 	unit, method, err := tableOrSolve(m.tableKey(), epsilon, 0, func(e, _ float64) (float64, error) { return m.unitScale(e) })
@@ -125,10 +136,36 @@ func (m Stable) Calibrate(epsilon, delta, sensitivity float64) (Calibration, err
 	return Calibration{Mechanism: m.Name(), Epsilon: epsilon, Delta: 0, Sensitivity: sensitivity, Scale: s, Method: method}, nil
 }
 
+// The ε range of the SαS solver. Below sasMinEpsilon the density error
+// term in the loss bound (at least 2e-12) exceeds 2e-6 of ε, so the 1e-6
+// accuracy promise cannot be kept. Above sasMaxEpsilon the scale approaches
+// the float64 underflow: it shrinks like e^{−ε/(α+1)} and, for Cauchy,
+// like 2·e^{−ε/2}, reaching 1e-308 near ε ≈ 1400.
+const (
+	sasMinEpsilon = 1e-6
+	sasMaxEpsilon = 1000
+)
+
+// checkStableEpsilon rejects ε outside the supported range of the heavy-
+// tailed mechanisms (name is the mechanism's name for the message).
+func checkStableEpsilon(name string, epsilon float64) error {
+	if epsilon > sasMaxEpsilon {
+		return fmt.Errorf("%w: %s: ε = %v is above %v: the scale would underflow float64", ErrInvalidParameter, name, epsilon, float64(sasMaxEpsilon))
+	}
+	return nil
+}
+
 // unitScale is the solver: the smallest scale for sensitivity 1 whose loss
 // bound is ≤ ε, to relative tolerance sasSolveTol, rounded up and verified.
 // α must be in (1, 2) and ε > 0 finite.
 func (m Stable) unitScale(epsilon float64) (float64, error) {
+	if epsilon < sasMinEpsilon {
+		return 0, fmt.Errorf("%w: %s: ε = %v is below %v, the resolution of the numerical loss bound; use laplace or cauchy",
+			ErrInvalidParameter, m.Name(), epsilon, sasMinEpsilon)
+	}
+	if err := checkStableEpsilon(m.Name(), epsilon); err != nil {
+		return 0, err
+	}
 	den := m.fast()
 	eta := den.relErr()
 	// Successive calls have nearby d, hence nearby maximisers: start each
@@ -176,8 +213,11 @@ func (m Stable) Epsilon(scale, sensitivity float64) float64 {
 		return math.Inf(1)
 	}
 	d := sensitivity / scale
-	if d == 0 { // infinite scale, or Δ/scale below the float64 range
+	switch {
+	case d == 0: // infinite scale, or Δ/scale below the float64 range
 		return 0
+	case math.IsInf(d, 1): // Δ/scale above the float64 range
+		return math.Inf(1)
 	}
 	den := m.fast()
 	e, _, err := lossBound(den.logPDF, d, den.relErr())
@@ -265,8 +305,13 @@ func (m Stable) MeanAbsError(scale float64) float64 {
 // MedianAbsError returns the median of |scale·X|, rounded up: the error that
 // half of all releases exceed. It is finite for every α, including the
 // Cauchy case where the mean absolute error is infinite (it equals the
-// scale there). It is HalfWidth(scale, 0.5).
-func (m Stable) MedianAbsError(scale float64) float64 { return m.HalfWidth(scale, 0.5) }
+// scale there). For α > 1 it is HalfWidth(scale, 0.5).
+func (m Stable) MedianAbsError(scale float64) float64 {
+	if m.cauchy() {
+		return Cauchy{}.MedianAbsError(scale)
+	}
+	return m.HalfWidth(scale, 0.5)
+}
 
 // HalfWidth implements Mechanism: scale·q with P(|X| > q) ≤ β, q from the
 // quantile of the tail probability, rounded up. NaN for β outside (0, 1] or

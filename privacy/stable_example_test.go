@@ -36,9 +36,9 @@ func ExampleStable() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("%s: scale %.3f, ε at that scale %.6f\n", c.Mechanism, c.Scale, m.Epsilon(c.Scale, 10))
-	fmt.Printf("mean |error| %.2f, variance %v\n", m.MeanAbsError(c.Scale), m.Variance(c.Scale))
+	fmt.Printf("%s: scale %.2f, ε at that scale ≤ 1: %v\n", c.Mechanism, c.Scale, m.Epsilon(c.Scale, 10) <= 1)
+	fmt.Printf("mean |error| %.1f, variance %v\n", m.MeanAbsError(c.Scale), m.Variance(c.Scale))
 	// Output:
-	// sas:1.5: scale 9.939, ε at that scale 1.000000
-	// mean |error| 16.95, variance +Inf
+	// sas:1.5: scale 9.94, ε at that scale ≤ 1: true
+	// mean |error| 17.0, variance +Inf
 }

@@ -17,7 +17,7 @@ import (
 // Each interpolant is checked when it is built: at sasInterpChecks points
 // of every piece that are not nodes, against the integral. The largest
 // deviation seen, times sasInterpSafety, is added to the density's error
-// bound (fastRelErr), so the calibration margins cover it; if it exceeds
+// bound (sasFast.relErr), so the calibration margins cover it; if it exceeds
 // sasInterpMaxErr the interpolant is not used and the integral is.
 
 const (
@@ -28,7 +28,7 @@ const (
 	// except near α = 2, where log f bends sharply from the Gaussian-like
 	// core to the power-law tail and pieces are halved; the build-time
 	// check measures it.
-	sasInterpWidth = 0.125
+	sasInterpWidth = 0.25
 	// sasInterpChecks is the number of check points per piece.
 	sasInterpChecks = 2
 	// sasInterpSafety multiplies the largest deviation seen at the check

@@ -50,11 +50,20 @@ func lossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, ar
 	if !(d > 0) || math.IsInf(d, 1) {
 		return 0, 0, errSolver
 	}
-	loss := func(u float64) float64 { return lf(u) - lf(u-d) }
+	// A NaN (a density integral that failed) anywhere in the search makes
+	// the result an error: comparisons would silently skip it.
+	nan := false
+	loss := func(u float64) float64 {
+		v := lf(u) - lf(u-d)
+		if math.IsNaN(v) {
+			nan = true
+		}
+		return v
+	}
 	if hint < 0 {
 		far, near := hint*(1+1.0/16), hint*(1-1.0/16)
 		if lh := loss(hint); lh >= loss(far) && lh >= loss(near) {
-			return finishLoss(lf, loss, d, relErr, far, hint, near, lh)
+			return finishLoss(lf, loss, &nan, d, relErr, far, hint, near, lh)
 		}
 	}
 	// L decreases through u = 0 (L'(0) = −ψ(d) < 0), so a small enough step
@@ -63,6 +72,23 @@ func lossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, ar
 	h := 0.25 / math.Max(d, 1)
 	l0 := loss(0)
 	lmid := loss(-h)
+	if nan {
+		return 0, 0, errSolver
+	}
+	if lmid == 0 && l0 == 0 {
+		// d is below the resolution of u − d near the maximiser (|u| is of
+		// order 1 there): the loss is beneath rounding, and the density
+		// error term bounds it.
+		return 4 * relErr, -h, nil
+	}
+	if lmid == l0 {
+		// Flat to rounding: L(−h) − L(0) ≈ h·ψ(d) with ψ(d) ≈ (α+1)/d
+		// falls below an ulp of L only for d ≳ 1e7, where the maximum,
+		// about 1/d from 0, exceeds L(0) by O(1/d²) ≤ 1e-14; a relative
+		// 1e-12 covers it.
+		round := 4 * 0x1p-52 * (math.Abs(lf(0)) + math.Abs(lf(-d)))
+		return l0 + 1e-12*math.Abs(l0) + round + 2*relErr/(1-relErr), 0, nil
+	}
 	for i := 0; !(lmid > l0); i++ {
 		if i == 60 || math.IsNaN(lmid) {
 			return 0, 0, errSolver
@@ -88,13 +114,17 @@ func lossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, ar
 		}
 		near, mid, lmid = mid, far, lfar
 	}
-	return finishLoss(lf, loss, d, relErr, far, mid, near, lmid)
+	return finishLoss(lf, loss, &nan, d, relErr, far, mid, near, lmid)
 }
 
 // finishLoss maximises loss on the bracket far < mid < near with Brent's
-// method and returns the bound of lossBound and the maximiser.
-func finishLoss(lf, loss func(float64) float64, d, relErr, far, mid, near, lmid float64) (bound, argmax float64, err error) {
+// method and returns the bound of lossBound and the maximiser; *nan reports
+// whether loss has returned NaN.
+func finishLoss(lf, loss func(float64) float64, nan *bool, d, relErr, far, mid, near, lmid float64) (bound, argmax float64, err error) {
 	x, fx, lo, hi, fw, fv, curv := brentMax(loss, far, mid, near, lmid)
+	if *nan {
+		return 0, 0, errSolver
+	}
 	spread := math.Abs(fx-fw) + math.Abs(fx-fv)
 	slack := math.Abs(curv)*(hi-lo)*(hi-lo) + spread
 	// Rounding of log f at the two points, 4 ulps each.

@@ -222,6 +222,8 @@ func TestStableScoreUnimodal(t *testing.T) {
 // is flat at its maximum).
 func TestStableLossReference(t *testing.T) {
 	ref := loadStableReference(t)
+	worst := 0.0
+	defer func() { t.Logf("largest |bound/reference − 1|: %.2g", worst) }()
 	for _, r := range ref.Loss {
 		a := num(t, r.Alpha)
 		den := newSASDensity(a)
@@ -229,6 +231,7 @@ func TestStableLossReference(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		worst = math.Max(worst, relDiff(got, r.Eps))
 		if got < r.Eps-1e-12 || got > r.Eps*(1+1e-9)+1e-11 {
 			t.Errorf("α=%v d=%v: loss bound %.15g, reference %.15g", a, r.D, got, r.Eps)
 		}
@@ -252,12 +255,15 @@ func TestStableLossReference(t *testing.T) {
 // (beyond 1e-9), and within 1e-6 above.
 func TestStableSolverReference(t *testing.T) {
 	ref := loadStableReference(t)
+	lo, hi := math.Inf(1), math.Inf(-1)
+	defer func() { t.Logf("scale/reference − 1 between %.2g and %.2g", lo, hi) }()
 	for _, r := range ref.Calibration {
 		a := num(t, r.Alpha)
 		s, err := Stable{Alpha: a}.unitScale(r.Eps)
 		if err != nil {
 			t.Fatal(err)
 		}
+		lo, hi = math.Min(lo, s/r.Scale-1), math.Max(hi, s/r.Scale-1)
 		if s < r.Scale*(1-1e-9) || s > r.Scale*(1+1e-6) {
 			t.Errorf("α=%v ε=%v: scale %.15g, reference %.15g (ratio − 1 = %.2g)", a, r.Eps, s, r.Scale, s/r.Scale-1)
 		}
@@ -302,6 +308,31 @@ func TestStableCalibrationBothSides(t *testing.T) {
 			}
 			if c.Delta != 0 || c.Epsilon != eps || c.Mechanism != m.Name() {
 				t.Errorf("α=%v ε=%v: calibration %+v", a, eps, c)
+			}
+		}
+	}
+}
+
+// TestStableTableLookups: at off-grid ε for every α with a table,
+// Calibrate (table lookup when the table was generated) meets ε and is
+// within 1e-3 above the solver's scale. Fixed ε values, no randomness.
+func TestStableTableLookups(t *testing.T) {
+	for _, a := range sasTableAlphas {
+		m := Stable{Alpha: a}
+		for _, eps := range []float64{0.00137, 0.0421, 0.77, 3.3, 13.1} {
+			c, err := m.Calibrate(eps, 0, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			unit, err := m.unitScale(eps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := m.Epsilon(c.Scale, 1); !(e <= eps) {
+				t.Errorf("α=%v ε=%v: %s scale %v has ε %v", a, eps, c.Method, c.Scale, e)
+			}
+			if c.Scale < unit*(1-1e-9) || c.Scale > unit*(1+1e-3) {
+				t.Errorf("α=%v ε=%v: %s scale %v, solver %v", a, eps, c.Method, c.Scale, unit)
 			}
 		}
 	}
@@ -422,6 +453,27 @@ func TestStableInvalid(t *testing.T) {
 			t.Errorf("%s.Epsilon(0, 1) = %v", m.Name(), v)
 		}
 	}
+	// ε outside the supported range [1e-6, 1000] (Cauchy: ≤ 1000).
+	for _, c := range []struct {
+		m   Mechanism
+		eps float64
+	}{{Stable{Alpha: 1.5}, 1e-7}, {Stable{Alpha: 1.5}, 2000}, {Cauchy{}, 2000}, {Stable{Alpha: 1}, 1001}} {
+		if _, err := c.m.Calibrate(c.eps, 0, 1); !errors.Is(err, ErrInvalidParameter) {
+			t.Errorf("%s.Calibrate(ε=%v): err = %v", c.m.Name(), c.eps, err)
+		}
+	}
+	// Epsilon at extreme scales: no noise worth the name, and almost
+	// infinite noise.
+	m := Stable{Alpha: 1.5}
+	if e := m.Epsilon(5e-324, 1); !math.IsInf(e, 1) {
+		t.Errorf("Epsilon(5e-324, 1) = %v", e)
+	}
+	if e := m.Epsilon(1e-300, 1); !(e > 1500 && e < 1800) { // ≈ 2.5·ln(1e300) + O(1)
+		t.Errorf("Epsilon(1e-300, 1) = %v", e)
+	}
+	if e := m.Epsilon(1e300, 1); !(e >= 0 && e < 1e-11) {
+		t.Errorf("Epsilon(1e300, 1) = %v", e)
+	}
 	if m, err := NewStable(1.5); err != nil || m.Name() != "sas:1.5" {
 		t.Errorf("NewStable(1.5) = %v, %v", m, err)
 	}
@@ -444,18 +496,48 @@ func TestStableDeltaIgnored(t *testing.T) {
 	}
 }
 
-func BenchmarkStableDensity(b *testing.B) {
-	for _, a := range []float64{1.1, 1.5, 1.9} {
-		den := newSASDensity(a)
-		b.Run("sas:"+strconv.FormatFloat(a, 'g', -1, 64), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				den.logPDF(0.6 + float64(i%64)*0.25)
-			}
-		})
-	}
-	b.Run("cauchy", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			cauchyLogPDF(0.6 + float64(i%64)*0.25)
+// TestStableFastDensity compares the interpolated log-density used by the
+// calibration loops with the direct evaluation on a dense grid (ratio 1.013,
+// off the interpolation nodes) across the interpolated range. Tolerance: the
+// fast density's own error bound (relErr, which includes 10× the deviation
+// its build-time check saw). At α = 1.0001 the integral's noise (about
+// 1e-12) exceeds the interpolation target, so the interpolant must be
+// refused and the direct evaluation used.
+func TestStableFastDensity(t *testing.T) {
+	for _, a := range []float64{1.01, 1.1, 1.5, 1.9, 1.99, 1.999999} {
+		f := newSASFast(newSASDensity(a))
+		if !f.ok {
+			t.Errorf("α=%v: interpolant refused (check error %.2g)", a, f.maxErr)
+			continue
 		}
-	})
+		worst := 0.0
+		for x := 0.4; x < 2*f.xa; x *= 1.013 {
+			e := math.Abs(f.logPDF(x) - f.den.logPDF(x))
+			worst = math.Max(worst, e)
+			if e > f.relErr() {
+				t.Errorf("α=%v x=%v: fast log-density off by %.2g > %.2g", a, x, e, f.relErr())
+			}
+		}
+		t.Logf("α=%v: %d pieces up to x=%.3g, check error %.2g, dense error %.2g", a, len(f.coef), f.xa, f.maxErr, worst)
+	}
+	if f := newSASFast(newSASDensity(1.0001)); f.ok || f.logPDF(1) != f.den.logPDF(1) {
+		t.Errorf("α=1.0001: interpolant accepted (check error %.2g)", f.maxErr)
+	}
+}
+
+// TestLossBoundNaN: a log-density that fails (NaN) where the search looks —
+// here around the Cauchy maximisers u* = d/2 − √(1+d²/4) ∈ (−1, −0.3) —
+// makes the loss bound an error, never a silently smaller value.
+func TestLossBoundNaN(t *testing.T) {
+	bad := func(x float64) float64 {
+		if a := math.Abs(x); a > 0.2 && a < 1.2 {
+			return math.NaN()
+		}
+		return cauchyLogPDF(x)
+	}
+	for _, d := range []float64{0.01, 1, 3} {
+		if _, _, err := lossBound(bad, d, 0); err == nil {
+			t.Errorf("d=%v: no error", d)
+		}
+	}
 }

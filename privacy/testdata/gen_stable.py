@@ -6,15 +6,18 @@ A test-time oracle only (never a runtime dependency). Needs mpmath and scipy
 
     python3 privacy/testdata/gen_stable.py > privacy/testdata/stable_reference.json
 
-It takes a few minutes on one core. The standard SaS law has characteristic
-function exp(-|t|^alpha), 1 < alpha < 2.
+It takes about half an hour on one core (the Fourier cross-check
+dominates). The standard SaS law has characteristic function
+exp(-|t|^alpha), 1 < alpha < 2.
 
 "density": f(x) and the tail probability P(X > x), computed with mpmath at
 30 significant digits from Zolotarev's integral in Nolan's form (Nolan 1997,
 Thm. 1 with beta = 0; p = alpha/(alpha-1)):
     g(t) = x^p (cos t / sin(alpha t))^p cos((alpha-1) t) / cos t,  t in (0, pi/2)
     f(x) = p/(pi x) Int g exp(-g) dt,   P(X > x) = 1/pi Int exp(-g) dt,
-with the integration range split at the points where log g = 5, 3, ..., -40.
+with the integration range split at the points where log g = 5, 3, ..., -40
+(and 2·log10(x) extra digits for x > 1, where the mass sits within x^-alpha
+of pi/2).
 Every value is cross-checked here against an independent computation, and the
 script aborts if one disagrees by more than the stated tolerance:
   - the convergent power series (Nolan 2020, Cor. 3.3) for x <= 2 (x <= 0.5
@@ -23,17 +26,18 @@ script aborts if one disagrees by more than the stated tolerance:
     the half-periods of cos(x t) (and sin(x t)/t for the tail) at
     x = 0.3, 1, 3, 10: 1e-18;
   - Bergstrom's asymptotic series where its terms fall below 1e-28 of the
-    sum: 1e-14 (it agrees to 1e-20 except far out for alpha near 1, where
-    the quadrature loses digits); where it converges, the series value is
-    the one written out.
+    sum: 1e-18; where it converges, the series value is the one written
+    out.
   - scipy.stats.levy_stable (its own quadrature of Nolan's integral, only
-    about 1e-7 accurate) for 0.3 <= x <= 20 and alpha >= 1.1: 1e-5 (near
-    alpha = 1 it is off by up to 2e-3, so it is not used there).
+    about 1e-7 accurate) for 0.3 <= x <= 20 and 1.1 <= alpha <= 1.99: 1e-5
+    (near alpha = 1 it is off by up to 2e-3, and at alpha = 1.999 by up to
+    7e-4 at x = 15, so it is not used there).
 The largest disagreement seen for each check is written to "crosscheck".
 
 "moments": E|X| by quadrature of the characteristic function,
-(2/pi) Int (1 - exp(-t^alpha))/t^2 dt, and the two-sided quantiles q with
-P(|X| > q) = beta (the HalfWidth at unit scale), 30 digits.
+(2/pi) Int (1 - exp(-t^alpha))/t^2 dt (with the singular part t^(alpha-2)
+integrated in closed form), and the two-sided quantiles q with
+P(|X| > q) = beta (the HalfWidth at unit scale), to 1e-25.
 
 "loss": the pure-epsilon privacy loss of the standard density at shift d
 (scale gamma = 1/d for sensitivity 1):
@@ -41,10 +45,12 @@ P(|X| > q) = beta (the HalfWidth at unit scale), 30 digits.
 The density here is a double-precision evaluation of the same integral with
 scipy.integrate.quad (QUADPACK qags, relative tolerance 1e-13), checked
 against the 30-digit mpmath density at the two points that define each
-maximum (tolerance 1e-12). The supremum is located by a scan of 400 points
-u = d/2 - 10^s, s in [-4, 4] (the loss is odd about d/2, so the sup is at
-u < d/2), which records how many local maxima the scan sees and whether the
-maximum is interior, then refined with Brent's method (xatol 1e-10). For
+maximum, for every loss and calibration case (tolerance 1e-11 on log f;
+the largest deviation seen is written to "crosscheck"). The supremum is located by a scan of 401 points
+u = -10^s (s in [-8, 3]), 0 and u = 10^s up to d/2 (the loss is odd about
+d/2, so the sup over all u is the sup over u < d/2), which records how many
+local maxima the scan sees and whether the maximum is interior, then
+refined with Brent's method (xatol 1e-10). For
 "calibration", the smallest gamma with E(1/gamma) <= eps is found with
 brentq on log gamma (xtol 1e-13); its relative accuracy is about 1e-10,
 limited by the double-precision density.
@@ -73,7 +79,8 @@ worst = {"series": 0.0, "cf": 0.0, "asymptotic": 0.0, "scipy": 0.0}
 def log_v(a, t):
     p = a / (a - 1)
     q = 1 / (a - 1)
-    return q * mp.log(mp.cos(t)) - p * mp.log(mp.sin(a * t)) + mp.log(mp.cos((a - 1) * t))
+    # fabs: quadrature nodes within rounding of pi/2 can give cos t = -0.
+    return q * mp.log(mp.fabs(mp.cos(t))) - p * mp.log(mp.sin(a * t)) + mp.log(mp.cos((a - 1) * t))
 
 
 def theta_at(a, x, s):
@@ -91,6 +98,14 @@ def theta_at(a, x, s):
 
 def zolotarev(a, x):
     """(f(x), P(X > x)) for x > 0 by Zolotarev's integral."""
+    # For large x the mass sits within about x^-alpha of pi/2, where cos t
+    # needs that many extra digits.
+    with mp.workdps(mp.mp.dps + max(0, int(2 * mp.log10(x)))):
+        f, s = _zolotarev(a, x)
+    return +f, +s
+
+
+def _zolotarev(a, x):
     p = a / (a - 1)
     lg = lambda t: p * mp.log(x) + log_v(a, t)
     pts = sorted(set([mp.mpf(0), mp.pi / 2] +
@@ -163,16 +178,15 @@ def density_rows():
                     check("series", series(a, x), (f, s), 1e-20, sa, sx)
                 if sx in FOURIER_XS:
                     check("cf", fourier(a, x), (f, s), 1e-18, sa, sx)
-                if mp.mpf("0.3") <= x <= 20 and a >= mp.mpf("1.1"):
+                if mp.mpf("0.3") <= x <= 20 and mp.mpf("1.1") <= a <= mp.mpf("1.99"):
                     sf = (stats.levy_stable.pdf(float(x), float(a), 0.0),
                           stats.levy_stable.sf(float(x), float(a), 0.0))
                     check("scipy", (mp.mpf(sf[0]), mp.mpf(sf[1])), (f, s), 1e-5, sa, sx)
                 asy = asymptotic(a, x)
                 if asy is not None:
-                    # Far out the 30-digit quadrature loses digits when
-                    # p = alpha/(alpha-1) is large; the converged series is
-                    # then the more accurate value and becomes the reference.
-                    check("asymptotic", asy, (f, s), 1e-14, sa, sx)
+                    # Where it converges, the series is the more accurate
+                    # value and becomes the reference.
+                    check("asymptotic", asy, (f, s), 1e-18, sa, sx)
                     f, s = asy
             rows.append({"alpha": sa, "x": sx, "pdf": mp.nstr(f, 25), "sf": mp.nstr(s, 25)})
             print(f"density alpha={sa} x={sx}", file=sys.stderr)
@@ -185,19 +199,53 @@ def tail_prob(a, x):
     return asy[1] if asy is not None else zolotarev(a, x)[1]
 
 
+def illinois(fn, lo, hi, tol=mp.mpf("1e-25")):
+    """Root of fn on [lo, hi] (fn(lo) > 0 > fn(hi)) by the Illinois
+    variant of regula falsi (superlinear, always bracketed)."""
+    flo, fhi = fn(lo), fn(hi)
+    side = 0
+    for _ in range(200):
+        x = (lo * fhi - hi * flo) / (fhi - flo)
+        fx = fn(x)
+        if fx > 0:
+            lo, flo = x, fx
+            if side == 1:
+                fhi /= 2
+            side = 1
+        else:
+            hi, fhi = x, fx
+            if side == -1:
+                flo /= 2
+            side = -1
+        if hi - lo < tol or fx == 0:
+            return x
+    sys.exit("gen_stable: Illinois method did not converge")
+
+
 def moment_rows():
     """E|X| = (2/pi) Int_0^inf (1 - exp(-t^alpha))/t^2 dt (the absolute
     moment from the characteristic function), and the two-sided quantiles
-    q with P(|X| > q) = beta, by the secant method on log P(X > q)."""
+    q with P(|X| > q) = beta, by the Illinois method on log P(X > q) over
+    log q in [-3, 30]."""
     rows = []
     for sa in ["1.01", "1.1", "1.5", "1.9", "1.99"]:
         a = mp.mpf(sa)
-        mad = 2 / mp.pi * mp.quad(lambda t: -mp.expm1(-t ** a) / t ** 2, [0, 1, mp.inf])
+        # On [0, 1] the integrand is singular like t^(a-2) (nearly
+        # non-integrable as a -> 1): subtract the first two terms of
+        # 1 - e^{-y} = y - y^2/2 + ..., y = t^a, and add their integrals
+        # 1/(a-1) - 1/(2(2a-1)) back. On [1, inf),
+        # Int (1 - e^{-t^a})/t^2 dt = 1 - Int e^{-t^a}/t^2 dt avoids
+        # integrating the slowly decaying 1/t^2 numerically.
+        with mp.workdps(60):
+            def rest(t):
+                y = t ** a
+                return (-mp.expm1(-y) - y + y * y / 2) / t ** 2
+            head = mp.quad(rest, [0, mp.mpf(1) / 4, 1]) + 1 / (a - 1) - 1 / (2 * (2 * a - 1))
+            mad = 2 / mp.pi * (head + 1 - mp.quad(lambda t: mp.exp(-t ** a) / t ** 2, [1, mp.inf]))
         qs = {}
         for beta in ["0.5", "0.05", "1e-6"]:
             target = mp.log(mp.mpf(beta) / 2)
-            lq = mp.findroot(lambda v: mp.log(tail_prob(a, mp.exp(v))) - target, (mp.mpf(0), mp.mpf(1)),
-                             solver="secant", tol=mp.mpf("1e-40"))
+            lq = illinois(lambda v: mp.log(tail_prob(a, mp.exp(v))) - target, mp.mpf(-3), mp.mpf(30))
             qs[beta] = mp.nstr(mp.exp(lq), 25)
         rows.append({"alpha": sa, "mean_abs": mp.nstr(mad, 25), "halfwidth": qs})
         print(f"moments alpha={sa}", file=sys.stderr)
@@ -249,13 +297,14 @@ def loss(a, d, u):
 
 def sup_loss(a, d):
     """(E(d), u*, number of local maxima seen by the scan, interior?)."""
-    ts = np.logspace(-4, 4, 400)
-    us = d / 2 - ts
+    neg = -np.logspace(3, -8, 300)
+    pos = np.logspace(-8, math.log10(d / 2), 100)
+    us = np.concatenate([neg, [0.0], pos])
     ls = [loss(a, d, u) for u in us]
     i = int(np.argmax(ls))
     peaks = sum(1 for j in range(1, len(ls) - 1) if ls[j] > ls[j - 1] and ls[j] >= ls[j + 1])
     interior = 0 < i < len(ls) - 1
-    lo, hi = us[min(i + 1, len(us) - 1)], us[max(i - 1, 0)]
+    lo, hi = us[max(i - 1, 0)], us[min(i + 1, len(us) - 1)]
     r = optimize.minimize_scalar(lambda u: -loss(a, d, u), bounds=(lo, hi), method="bounded",
                                  options={"xatol": 1e-10 * max(1.0, abs(us[i]))})
     return -r.fun, float(r.x), peaks, interior
@@ -264,7 +313,7 @@ def sup_loss(a, d):
 def mp_check_point(a, x):
     f, _ = zolotarev(mp.mpf(a), abs(mp.mpf(x)))
     e = abs(float(mp.log(f)) - fast_logpdf(float(a), x))
-    if e > 1e-12:
+    if e > 1e-11:
         sys.exit(f"gen_stable: double-precision density off at alpha={a} x={x}: {e:.3g}")
     return e
 
@@ -284,6 +333,9 @@ def loss_rows():
     return rows, worst_pt
 
 
+worst_cal_pt = 0.0
+
+
 def cal_rows():
     rows = []
     for sa, eps in CAL_CASES:
@@ -296,6 +348,8 @@ def cal_rows():
             hi += 2
         lg = optimize.brentq(fn, lo, hi, xtol=1e-13, rtol=1e-15)
         e, u, peaks, interior = sup_loss(a, math.exp(-lg))
+        global worst_cal_pt
+        worst_cal_pt = max(worst_cal_pt, mp_check_point(sa, u), mp_check_point(sa, u - math.exp(-lg)))
         rows.append({"alpha": sa, "eps": eps, "scale": math.exp(lg), "argmax": u,
                      "local_maxima": peaks, "interior": interior})
         print(f"cal alpha={sa} eps={eps} scale={math.exp(lg)} peaks={peaks}", file=sys.stderr)
@@ -311,7 +365,7 @@ def main():
         "generator": "privacy/testdata/gen_stable.py",
         "mpmath": mp.__version__,
         "scipy": __import__("scipy").__version__,
-        "crosscheck": dict(worst, double_vs_mpmath_logpdf=worst_pt),
+        "crosscheck": dict(worst, double_vs_mpmath_logpdf=max(worst_pt, worst_cal_pt)),
         "density": dens,
         "moments": moments,
         "loss": loss,
