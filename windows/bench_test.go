@@ -69,48 +69,54 @@ func BenchmarkWindowAdd(b *testing.B) {
 		{"event-level", 1, true},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			cfg := benchCfg(bc.bound, bc.eventLevel)
-			est, heap, baseHeap := windowMemory(b, cfg, es)
-
-			b.StopTimer()
-			t0, c0 := time.Now(), cpuSeconds()
-			baselineRun(es, b.N)
-			base, baseCPU := time.Since(t0), cpuSeconds()-c0
-
-			tu := mustNew(b, cfg)
-			sink := 0
-			b.ReportAllocs()
-			b.ResetTimer()
-			c1 := cpuSeconds()
-			b.StartTimer()
-			for i := 0; i < b.N; i++ {
-				k := i % benchPerWindow
-				e := es[k]
-				e.Time = int64(i/benchPerWindow) * 60_000
-				tu.Add(e)
-				if k == benchPerWindow-1 {
-					tu.Advance(0, e.Time+60_000)
-					sink += len(tu.Poll(0))
-				}
-			}
-			b.StopTimer()
-			cpu := cpuSeconds() - c1
-			rate := float64(b.N) / b.Elapsed().Seconds()
-			baseRate := float64(b.N) / base.Seconds()
-			b.ReportMetric(rate, "events/s")
-			b.ReportMetric(baseRate, "baseline-events/s")
-			b.ReportMetric(rate/baseRate, "x-baseline")
-			// Per CPU second: less sensitive to other load on a shared machine.
-			b.ReportMetric(float64(b.N)/cpu, "events/cpu-s")
-			b.ReportMetric(float64(b.N)/baseCPU, "baseline-events/cpu-s")
-			if !bc.eventLevel {
-				b.ReportMetric(est, "B/unit")
-				b.ReportMetric(heap, "heapB/unit")
-				b.ReportMetric(baseHeap, "baseline-heapB/unit")
-			}
-			_ = sink
+			benchAdd(b, es, benchCfg(bc.bound, bc.eventLevel))
 		})
 	}
+}
+
+func benchAdd(b *testing.B, es []Event, cfg Config) {
+	est, heap, baseHeap := windowMemory(b, cfg, es)
+
+	b.StopTimer()
+	t0, c0 := time.Now(), cpuSeconds()
+	baselineRun(es, b.N)
+	base, baseCPU := time.Since(t0), cpuSeconds()-c0
+
+	tu := mustNew(b, cfg)
+	sink := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	c1 := cpuSeconds()
+	b.StartTimer()
+	for i := 0; i < b.N; i++ {
+		k := i % benchPerWindow
+		e := es[k]
+		e.Time = int64(i/benchPerWindow) * 60_000
+		tu.Add(e)
+		if k == benchPerWindow-1 {
+			tu.Advance(0, e.Time+60_000)
+			sink += len(tu.Poll(0))
+		}
+	}
+	b.StopTimer()
+	cpu := cpuSeconds() - c1
+	if got := tu.Stats().Events[Accepted]; got != int64(b.N) {
+		b.Fatalf("%d events accepted, want %d", got, b.N)
+	}
+	rate := float64(b.N) / b.Elapsed().Seconds()
+	baseRate := float64(b.N) / base.Seconds()
+	b.ReportMetric(rate, "events/s")
+	b.ReportMetric(baseRate, "baseline-events/s")
+	b.ReportMetric(rate/baseRate, "x-baseline")
+	// Per CPU second: less sensitive to other load on a shared machine.
+	b.ReportMetric(float64(b.N)/cpu, "events/cpu-s")
+	b.ReportMetric(float64(b.N)/baseCPU, "baseline-events/cpu-s")
+	if !cfg.EventLevel {
+		b.ReportMetric(est, "B/unit")
+		b.ReportMetric(heap, "heapB/unit")
+		b.ReportMetric(baseHeap, "baseline-heapB/unit")
+	}
+	_ = sink
 }
 
 // baselineRun increments a per-unit map entry for n events, starting a new

@@ -297,13 +297,8 @@ func TestUniformGroups(t *testing.T) {
 			tu.Add(Event{Time: 1, Unit: fmt.Sprint("unit", u), Group: fmt.Sprint("g", g), Bucket: -1})
 		}
 	}
-	w := tu.open[0]
 	counts := map[string]int{}
-	for i := uint32(1); i < w.recs.n; i++ {
-		var kept []string
-		for gi := w.recs.at(i).head; gi != 0; gi = w.grp.at(gi).next {
-			kept = append(kept, w.gkeys[w.grp.at(gi).gid])
-		}
+	for _, kept := range keptGroups(tu.open[0]) {
 		counts[subsetKey(kept)]++
 	}
 	checkUniform(t, "groups", counts)
@@ -318,14 +313,8 @@ func TestUniformBuckets(t *testing.T) {
 			tu.Add(Event{Time: 1, Unit: fmt.Sprint("unit", u), Group: "g", Bucket: b})
 		}
 	}
-	w := tu.open[0]
 	counts := map[string]int{}
-	for i := uint32(1); i < w.recs.n; i++ {
-		var kept []string
-		g := w.grp.at(w.recs.at(i).head)
-		for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
-			kept = append(kept, fmt.Sprint(w.bkt.at(bi).bucket))
-		}
+	for _, kept := range keptCells(tu.open[0]) {
 		counts[subsetKey(kept)]++
 	}
 	checkUniform(t, "buckets", counts)

@@ -35,20 +35,26 @@ func newSip(k0, k1 uint64) sip {
 }
 
 func (s *sip) round() {
-	s.v0 += s.v1
-	s.v1 = bits.RotateLeft64(s.v1, 13)
-	s.v1 ^= s.v0
-	s.v0 = bits.RotateLeft64(s.v0, 32)
-	s.v2 += s.v3
-	s.v3 = bits.RotateLeft64(s.v3, 16)
-	s.v3 ^= s.v2
-	s.v0 += s.v3
-	s.v3 = bits.RotateLeft64(s.v3, 21)
-	s.v3 ^= s.v0
-	s.v2 += s.v1
-	s.v1 = bits.RotateLeft64(s.v1, 17)
-	s.v1 ^= s.v2
-	s.v2 = bits.RotateLeft64(s.v2, 32)
+	s.v0, s.v1, s.v2, s.v3 = sipRound(s.v0, s.v1, s.v2, s.v3)
+}
+
+// sipRound is one SipRound on the state words held in registers.
+func sipRound(v0, v1, v2, v3 uint64) (uint64, uint64, uint64, uint64) {
+	v0 += v1
+	v1 = bits.RotateLeft64(v1, 13)
+	v1 ^= v0
+	v0 = bits.RotateLeft64(v0, 32)
+	v2 += v3
+	v3 = bits.RotateLeft64(v3, 16)
+	v3 ^= v2
+	v0 += v3
+	v3 = bits.RotateLeft64(v3, 21)
+	v3 ^= v0
+	v2 += v1
+	v1 = bits.RotateLeft64(v1, 17)
+	v1 ^= v2
+	v2 = bits.RotateLeft64(v2, 32)
+	return v0, v1, v2, v3
 }
 
 // block absorbs one 8-byte message word (two compression rounds: the "2" of
@@ -99,19 +105,61 @@ func (s *sip) str(b string) {
 // sum128 finishes the computation and returns the two output words (the
 // first and last 8 bytes of the tag, little-endian).
 func (s *sip) sum128() (uint64, uint64) {
-	s.block(s.tail | uint64(s.n&0xff)<<56)
-	s.v2 ^= 0xee
-	s.round()
-	s.round()
-	s.round()
-	s.round()
-	a := s.v0 ^ s.v1 ^ s.v2 ^ s.v3
-	s.v1 ^= 0xdd
-	s.round()
-	s.round()
-	s.round()
-	s.round()
-	return a, s.v0 ^ s.v1 ^ s.v2 ^ s.v3
+	return sipFinish(s.v0, s.v1, s.v2, s.v3, s.tail|uint64(s.n&0xff)<<56)
+}
+
+// sumString appends the bytes of m and finishes, like str(m) then
+// sum128, keeping the state in registers: the hot path of unit and group
+// hashing. The state must have no pending bytes (only whole words
+// written so far); s itself is not changed.
+func (s *sip) sumString(m string) (uint64, uint64) {
+	v0, v1, v2, v3 := s.v0, s.v1, s.v2, s.v3
+	n := s.n + len(m)
+	for ; len(m) >= 8; m = m[8:] {
+		x := uint64(m[0]) | uint64(m[1])<<8 | uint64(m[2])<<16 | uint64(m[3])<<24 |
+			uint64(m[4])<<32 | uint64(m[5])<<40 | uint64(m[6])<<48 | uint64(m[7])<<56
+		v3 ^= x
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+		v0 ^= x
+	}
+	t := uint64(0)
+	for i := len(m) - 1; i >= 0; i-- {
+		t = t<<8 | uint64(m[i])
+	}
+	return sipFinish(v0, v1, v2, v3, t|uint64(n&0xff)<<56)
+}
+
+// sumWords appends the words a and b and finishes, like word(a), word(b),
+// sum128. The state must have no pending bytes; s is not changed.
+func (s *sip) sumWords(a, b uint64) (uint64, uint64) {
+	v0, v1, v2, v3 := s.v0, s.v1, s.v2, s.v3
+	for _, x := range [2]uint64{a, b} {
+		v3 ^= x
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+		v0 ^= x
+	}
+	return sipFinish(v0, v1, v2, v3, uint64((s.n+16)&0xff)<<56)
+}
+
+// sipFinish absorbs the last block (the pending bytes and the length byte)
+// and runs the finalisation of SipHash-2-4-128.
+func sipFinish(v0, v1, v2, v3, last uint64) (uint64, uint64) {
+	v3 ^= last
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	v0 ^= last
+	v2 ^= 0xee
+	for range 4 {
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	}
+	a := v0 ^ v1 ^ v2 ^ v3
+	v1 ^= 0xdd
+	for range 4 {
+		v0, v1, v2, v3 = sipRound(v0, v1, v2, v3)
+	}
+	return a, v0 ^ v1 ^ v2 ^ v3
 }
 
 // mix returns a 64-bit value that looks uniformly random and independent for

@@ -19,10 +19,11 @@ func TestMaxUnitsBoundsMemory(t *testing.T) {
 	if m.Units != 1000 || m.Windows != 1 || m.Groups != 7 {
 		t.Fatalf("memory %+v, want 1000 units, 1 window, 7 groups", m)
 	}
-	// Per unit at most one urec, grec, brec and vrec (84 bytes); with the
-	// first chunk doubling from 8 records, capacity is below 2048 records
-	// per slab, and the index has at most 4096 slots (load ≥ 1/4).
-	if limit := int64(2048*(urecBytes+grecBytes+brecBytes+vrecBytes) + 4096*4); m.UnitBytes > limit {
+	// The limit of the first implementation, kept: at most 2048 units'
+	// records of 84 bytes (urec, grec, brec and vrec: 24+32+12+16) and an
+	// index of at most 4096 slots (load ≥ 1/4). A unit's blob now takes
+	// 16 words (64 bytes) with every bound 1 and MaxUnits.
+	if limit := int64(2048*84 + 4096*4); m.UnitBytes > limit {
 		t.Errorf("unit bytes %d > %d", m.UnitBytes, limit)
 	}
 	tu.Advance(0, 20_000)

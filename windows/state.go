@@ -8,15 +8,26 @@ import (
 
 // This file holds the state of one open window.
 //
-// Unit mode. Every unit has a record in an open-addressing table keyed by
-// 96 bits of its 128-bit keyed hash (k0, k1): k1 and the top half of k0.
-// Two of n units collide with probability about n²/2^97 per window
-// (≈ 6·10^-14 for n = 10^8). A unit's kept groups form a linked list of
-// grec, sorted by descending priority, so the head is the one to evict;
-// each kept group has linked lists of kept buckets (brec) and kept values
-// (vrec), also sorted by descending priority. Records live in slabs indexed
-// by uint32 (index 0 is "none") with free lists, so the state holds no Go
-// pointers and costs the garbage collector nothing to scan.
+// Unit mode. Every unit has one blob (see arena): a run of uint32 words
+// holding its identity, counters and every contribution it keeps, so that
+// an event touches one table slot and one or two cache lines. Units are
+// found through an open-addressing table of blob references, keyed by 96
+// bits of the unit's 128-bit keyed hash (k0, k1): k1 and the top half of
+// k0. Two of n units collide with probability about n²/2^97 per window
+// (≈ 6·10^-14 for n = 10^8). A blob is laid out as
+//
+//	header   k1 (2 words), k0 top half, events, ng | class << 16
+//	         [, position in the MaxUnits heap]
+//	groups   ng kept groups in descending priority, each:
+//	         gid, events, hist, nvals, nb | nv << 16,
+//	         nb kept cells (bucket, count) in descending priority,
+//	         nv kept values (priority, value bits low, high) in
+//	         descending order of (priority, bits)
+//
+// so the first group, cell and value of each list is the one to evict.
+// With every bound 1 and an event with a cell and a value, a unit takes 15
+// words (60 bytes; 16 with MaxUnits), against 84 bytes of linked records
+// in the first implementation. Counters saturate at 2^32 − 1.
 //
 // Priorities (smaller is kept):
 //
@@ -32,51 +43,44 @@ import (
 // k-th smallest priority only decreases as candidates arrive, so the online
 // result equals the offline one.
 
-// urec is a tracked unit (24 bytes).
-type urec struct {
-	k1     uint64
-	k0     uint32 // top half of k0
-	events uint32 // all accepted events of the unit in the window (saturating)
-	head   uint32 // first kept group (highest priority)
-	// hp is the top 32 bits of the head group's priority when the unit
-	// holds MaxGroups groups, else 0. A new group whose priority has larger
-	// top bits can be neither kept nor already held, so it is rejected
-	// without walking the list (0 disables that shortcut).
-	hp uint32
-}
-
-// grec is a kept group of one unit (32 bytes).
-type grec struct {
-	gid    uint32 // interned group
-	events uint32 // events of the unit in this group
-	hist   uint32 // of which with a bucket
-	nvals  uint32 // of which with a value
-	next   uint32 // next kept group of the unit; free-list link
-	bkts   uint32 // first kept bucket
-	vals   uint32 // first kept value
-	nb, nv uint16 // kept buckets, kept values
-}
-
-// brec is a kept histogram cell of one unit and group (12 bytes).
-type brec struct {
-	bucket uint32
-	count  uint32 // events in the cell (saturating; capped at release)
-	next   uint32
-}
-
-// vrec is a kept value of one unit and group (16 bytes).
-type vrec struct {
-	v    float64 // raw value, clamped at release
-	prio uint32
-	next uint32
-}
-
-// Record sizes in bytes, for the memory estimate.
+// Word offsets in a unit blob's header.
 const (
-	urecBytes = 24
-	grecBytes = 32
-	brecBytes = 12
-	vrecBytes = 16
+	hK1lo   = 0        // k1, low half
+	hK1hi   = 1        // k1, high half
+	hK0     = 2        // top half of k0
+	hEvents = 3        // accepted events of the unit in the window (saturating)
+	hMeta   = metaWord // number of kept groups (bits 0–15) | size class << 16
+	hHeap   = 5        // position in the MaxUnits heap (only with MaxUnits)
+	// hdrWords and hdrCapped are the header sizes without and with MaxUnits.
+	hdrWords  = 5
+	hdrCapped = 6
+)
+
+// Word offsets in a kept group, and entry sizes.
+const (
+	gGid    = 0 // interned group
+	gEvents = 1 // events of the unit in this group
+	gHist   = 2 // of which with a cell
+	gNvals  = 3 // of which with a value
+	gCounts = 4 // kept cells (bits 0–15) | kept values << 16
+	// gWords is the size of a group's own words; its cells and values
+	// follow.
+	gWords    = 5
+	cellWords = 2 // bucket, count
+	valWords  = 3 // priority, value bits (low, high)
+	// maxBlobWords bounds a blob: header and MaxGroups groups of
+	// MaxBuckets cells and MaxValues values, at most MaxBound each
+	// (≈ 2.1·10^10 words; every size class up to it exists).
+	maxBlobWords = hdrCapped + MaxBound*(gWords+MaxBound*(cellWords+valWords))
+)
+
+// groupSize is the number of words of a kept group with counts word c.
+func groupSize(c uint32) int {
+	return gWords + cellWords*int(c&0xffff) + valWords*int(c>>16)
+}
+
+// Estimates in bytes, for the memory figures.
+const (
 	// groupBytes estimates one interned group apart from its key bytes:
 	// a map entry (16-byte string header + 4-byte id, at the Swiss table's
 	// average load ≈ 0.7 with one control byte per slot ≈ 32 bytes) plus
@@ -100,6 +104,9 @@ type openWindow struct {
 	start int64
 	wk0   uint64 // window-specific hashing key
 	wk1   uint64
+	// SipHash states under (wk0, wk1) after the domain tag: the first
+	// message word is the same for every unit, event or group key.
+	unitSip, eventSip, groupSip sip
 
 	// Interned groups. A gid is reused after its group is released.
 	gidx  map[string]uint32
@@ -109,15 +116,9 @@ type openWindow struct {
 	gfree []uint32
 
 	// Unit mode.
-	idx    []uint32   // open-addressing index into recs (0: empty), len power of 2
-	recs   slab[urec] // index 0 unused in every slab
-	grp    slab[grec]
-	bkt    slab[brec]
-	val    slab[vrec]
-	grpFr  uint32
-	bktFr  uint32
-	valFr  uint32
-	recFr  uint32   // free records, linked through head
+	idx    []uint32 // open-addressing table of blob references (0: empty), len power of 2
+	ar     arena
+	hdr    int      // header words: hdrWords, or hdrCapped with MaxUnits
 	live   int      // units in the table
 	capped []uint32 // max-heap of units by priority, with MaxUnits
 
@@ -133,39 +134,42 @@ func newOpenWindow(t *Tumbling, start int64) *openWindow {
 	h.word(uint64(start))
 	h.word(tagWindow)
 	a, b := h.sum128()
-	if w := t.spare; w != nil {
-		// Reuse the slabs of a closed window: less allocation and GC work.
+	w := t.spare
+	if w != nil {
+		// Reuse the table and arena of a closed window: less allocation
+		// and GC work.
 		t.spare = nil
 		clear(w.idx)
-		for _, sl := range []interface{ reset() }{&w.recs, &w.grp, &w.bkt, &w.val} {
-			sl.reset()
-		}
+		w.ar.reset()
 		*w = openWindow{
-			t: t, start: start, wk0: a, wk1: b, gidx: w.gidx,
+			t: t, gidx: w.gidx,
 			gkeys: w.gkeys[:0], ghash: w.ghash[:0], grefs: w.grefs[:0], gfree: w.gfree[:0],
-			idx: w.idx, recs: w.recs, grp: w.grp, bkt: w.bkt, val: w.val,
-			capped: w.capped[:0], gheap: w.gheap[:0],
+			idx: w.idx, ar: w.ar, capped: w.capped[:0], gheap: w.gheap[:0],
 		}
-		w.recs.push(urec{})
-		w.grp.push(grec{})
-		w.bkt.push(brec{})
-		w.val.push(vrec{})
-		return w
+	} else {
+		w = &openWindow{t: t, gidx: make(map[string]uint32)}
+		if !t.cfg.EventLevel {
+			w.idx = make([]uint32, 16)
+		}
 	}
-	w := &openWindow{t: t, start: start, wk0: a, wk1: b, gidx: make(map[string]uint32)}
-	if !t.cfg.EventLevel {
-		w.idx = make([]uint32, 16)
-		w.recs.push(urec{})
-		w.grp.push(grec{})
-		w.bkt.push(brec{})
-		w.val.push(vrec{})
+	w.start, w.wk0, w.wk1 = start, a, b
+	w.hdr = hdrWords
+	if t.cfg.MaxUnits > 0 {
+		w.hdr = hdrCapped
+	}
+	for _, s := range []struct {
+		h   *sip
+		tag uint64
+	}{{&w.unitSip, tagUnit}, {&w.eventSip, tagEvent}, {&w.groupSip, tagGroup}} {
+		*s.h = newSip(a, b)
+		s.h.word(s.tag)
 	}
 	return w
 }
 
-// recycle keeps a finished window's slabs for the next window. The slices
-// handed out in the Window (histograms, partials) belong to acc, which is
-// not kept.
+// recycle keeps a finished window's table and arena for the next window.
+// The slices handed out in the Window (histograms, partials) belong to acc,
+// which is not kept.
 func (t *Tumbling) recycle(w *openWindow) {
 	if t.spare == nil && !t.cfg.EventLevel {
 		w.acc = nil
@@ -186,10 +190,7 @@ const (
 
 // groupHash is the keyed hash of a group key in this window.
 func (w *openWindow) groupHash(key string) uint64 {
-	h := newSip(w.wk0, w.wk1)
-	h.word(tagGroup)
-	h.str(key)
-	a, _ := h.sum128()
+	a, _ := w.groupSip.sumString(key)
 	return a
 }
 
@@ -220,31 +221,128 @@ func (w *openWindow) release(gid uint32) {
 	w.gfree = append(w.gfree, gid)
 }
 
-// add adds one validated, accepted event.
-func (w *openWindow) add(e *Event) {
-	if w.t.cfg.EventLevel {
-		w.addEvent(e)
-		return
+// unref drops one reference to an interned group.
+func (w *openWindow) unref(gid uint32) {
+	w.grefs[gid]--
+	if w.grefs[gid] == 0 {
+		w.release(gid)
 	}
-	h := newSip(w.wk0, w.wk1)
+}
+
+// blob returns the words of unit blob r.
+func (w *openWindow) blob(r uint32) []uint32 {
+	s := w.ar.at(r)
+	n := classWords[uint8(s[hMeta]>>16)]
+	return s[:n:n]
+}
+
+// cursor is a unit blob being updated: its reference, its slot in idx,
+// its words and the number in use (−1: not known yet). Growing the blob
+// moves it; cursor follows.
+type cursor struct {
+	ref  uint32
+	slot int
+	b    []uint32
+	used int
+}
+
+// inUse returns the number of words in use in the cursor's blob.
+func (w *openWindow) inUse(u *cursor) int {
+	if u.used < 0 {
+		u.used = w.used(u.b)
+	}
+	return u.used
+}
+
+// used returns the number of words in use in blob b.
+func (w *openWindow) used(b []uint32) int {
+	pos := w.hdr
+	for range b[hMeta] & 0xffff {
+		pos += groupSize(b[pos+gCounts])
+	}
+	return pos
+}
+
+// insert opens n words at position at of the unit's blob, moving the rest
+// of its state up and the blob to a larger class if needed. The counts
+// that describe the new words must be updated after the call.
+func (w *openWindow) insert(u *cursor, at, n int) {
+	used := w.inUse(u)
+	if used+n > len(u.b) {
+		old := u.ref
+		c := classOf(used + n)
+		u.ref = w.ar.alloc(c)
+		b := w.ar.at(u.ref)[:classWords[c]:classWords[c]]
+		copy(b, u.b[:used])
+		b[hMeta] = b[hMeta]&0xffff | uint32(c)<<16
+		w.ar.release(old)
+		u.b = b
+		w.idx[u.slot] = u.ref
+		if w.hdr == hdrCapped {
+			w.capped[b[hHeap]] = u.ref
+		}
+	}
+	copy(u.b[at+n:used+n], u.b[at:used])
+	u.used += n
+}
+
+// remove deletes n words at position at of the unit's blob. The counts
+// that describe the removed words must be updated after the call.
+func (w *openWindow) remove(u *cursor, at, n int) {
+	used := w.inUse(u)
+	copy(u.b[at:used-n], u.b[at+n:used])
+	u.used -= n
+}
+
+// unitKey returns the keyed 128-bit hash of the event's unit in this
+// window: of (partition, offset) for an event without a unit.
+func (w *openWindow) unitKey(e *Event) (k0, k1 uint64) {
 	if e.Unit == "" {
-		h.word(tagEvent)
-		h.word(uint64(uint32(e.Partition)))
-		h.word(uint64(e.Offset))
-	} else {
-		h.word(tagUnit)
-		h.str(e.Unit)
+		return w.eventSip.sumWords(uint64(uint32(e.Partition)), uint64(e.Offset))
 	}
-	k0, k1 := h.sum128()
-	u := w.unit(uint32(k0>>32), k1)
-	if u == 0 {
+	return w.unitSip.sumString(e.Unit)
+}
+
+// touch reads one word in every 64-byte cache line (16 words) of the
+// first 256 bytes of unit blob r (0: none), changing nothing, so that the
+// memory is in cache when the unit is updated (see Tumbling.flush). It
+// returns the sum of the words read.
+func (w *openWindow) touch(r uint32) uint32 {
+	if r == 0 {
+		return 0
+	}
+	b := w.blob(r)
+	n := min(len(b), 64)
+	x := b[n-1]
+	for i := 0; i < n; i += 16 {
+		x += b[i]
+	}
+	return x
+}
+
+// addKeyed adds one validated, accepted event whose unit key is (k0, k1).
+func (w *openWindow) addKeyed(e *Event, k0, k1 uint64) {
+	if w.ar.fragmented() {
+		w.compact()
+	}
+	cfg := &w.t.cfg
+	cell := cfg.Histogram && e.Bucket >= 0
+	valued := w.t.valued && e.HasValue
+	need := w.hdr + gWords
+	if cell {
+		need += cellWords
+	}
+	if valued {
+		need += valWords
+	}
+	u, ok := w.unit(uint32(k0>>32), k1, need)
+	if !ok {
 		w.drops.UnitCap++
 		return
 	}
-	r := w.recs.at(u)
-	r.events = satInc(r.events)
+	b := u.b
+	b[hEvents] = satInc(b[hEvents])
 
-	cfg := &w.t.cfg
 	gid, gh, known := uint32(0), uint64(0), false
 	if id, ok := w.gidx[e.Group]; ok {
 		gid, gh, known = id, w.ghash[id], true
@@ -252,107 +350,121 @@ func (w *openWindow) add(e *Event) {
 		gh = w.groupHash(e.Group)
 	}
 	gp := mix(k1, gh)
-	if r.hp != 0 && uint32(gp>>32) > r.hp {
-		return // full, and above every kept group: bounded away
+	hdr := w.hdr
+	ng := int(b[hMeta] & 0xffff)
+	full := ng >= cfg.MaxGroups
+	gpos := -1
+	if full {
+		// The head is the kept group of largest priority: a group above
+		// it can be neither kept nor already held.
+		top := b[hdr+gGid]
+		if known && top == gid {
+			gpos = hdr
+		} else if !groupLess(gp, e.Group, mix(k1, w.ghash[top]), w.gkeys[top]) {
+			return // bounded away; counted at release from the events
+		}
 	}
-
-	// Find the group among the unit's kept groups.
-	gi, n := r.head, 0
-	for gi != 0 && (!known || w.grp.at(gi).gid != gid) {
-		gi = w.grp.at(gi).next
-		n++
-	}
-	if gi == 0 {
-		if n >= cfg.MaxGroups {
-			top := w.grp.at(r.head)
-			if !w.groupLess(gp, e.Group, mix(k1, w.ghash[top.gid]), w.gkeys[top.gid]) {
-				return // bounded away; counted at release from r.events
+	if gpos < 0 && known {
+		pos := hdr
+		for range ng {
+			if b[pos+gGid] == gid {
+				gpos = pos
+				break
 			}
-			old := r.head
-			r.head = top.next
-			w.freeGroup(old)
-			n--
+			pos += groupSize(b[pos+gCounts])
+		}
+	}
+	if gpos < 0 {
+		if full {
+			// Evict the head to make room.
+			top := b[hdr+gGid]
+			w.remove(&u, hdr, groupSize(b[hdr+gCounts]))
+			b[hMeta]--
+			ng--
+			w.unref(top)
 		}
 		if !known {
 			gid = w.intern(e.Group, gh)
 		}
 		w.grefs[gid]++
-		gi = w.newGroup(gid)
 		// Insert sorted by descending priority.
-		prev := uint32(0)
-		cur := r.head
-		for cur != 0 && w.groupLess(gp, e.Group, mix(k1, w.ghash[w.grp.at(cur).gid]), w.gkeys[w.grp.at(cur).gid]) {
-			prev, cur = cur, w.grp.at(cur).next
+		pos := hdr
+		for range ng {
+			g := b[pos+gGid]
+			if !groupLess(gp, e.Group, mix(k1, w.ghash[g]), w.gkeys[g]) {
+				break
+			}
+			pos += groupSize(b[pos+gCounts])
 		}
-		w.grp.at(gi).next = cur
-		if prev == 0 {
-			r.head = gi
-		} else {
-			w.grp.at(prev).next = gi
-		}
-		if n+1 == cfg.MaxGroups {
-			r.hp = uint32(mix(k1, w.ghash[w.grp.at(r.head).gid]) >> 32)
-		}
+		w.insert(&u, pos, gWords)
+		b = u.b
+		b[pos+gGid], b[pos+gEvents], b[pos+gHist], b[pos+gNvals], b[pos+gCounts] = gid, 0, 0, 0, 0
+		b[hMeta]++
+		gpos = pos
 	}
-	g := w.grp.at(gi)
-	g.events = satInc(g.events)
-	if cfg.Histogram && e.Bucket >= 0 {
-		g.hist = satInc(g.hist)
-		w.addBucket(gi, gp, uint32(e.Bucket))
+	b[gpos+gEvents] = satInc(b[gpos+gEvents])
+	if cell {
+		b[gpos+gHist] = satInc(b[gpos+gHist])
+		w.addCell(&u, gpos, gp, uint32(e.Bucket))
+		b = u.b
 	}
-	if w.t.valued && e.HasValue {
-		g = w.grp.at(gi)
-		g.nvals = satInc(g.nvals)
+	if valued {
+		b[gpos+gNvals] = satInc(b[gpos+gNvals])
 		p := uint32(mix(k0, mix(uint64(uint32(e.Partition)), uint64(e.Offset))) >> 32)
-		w.addValue(gi, p, e.Value)
+		w.addValue(&u, gpos, p, e.Value)
 	}
 }
 
 // groupLess orders group priorities, ties broken by key.
-func (w *openWindow) groupLess(pa uint64, ka string, pb uint64, kb string) bool {
+func groupLess(pa uint64, ka string, pb uint64, kb string) bool {
 	if pa != pb {
 		return pa < pb
 	}
 	return ka < kb
 }
 
-func (w *openWindow) addBucket(gi uint32, gp uint64, b uint32) {
-	g := w.grp.at(gi)
-	for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
-		if w.bkt.at(bi).bucket == b {
-			w.bkt.at(bi).count = satInc(w.bkt.at(bi).count)
+// cellLess orders cell priorities, ties broken by bucket.
+func cellLess(pa uint64, a uint32, pb uint64, b uint32) bool {
+	if pa != pb {
+		return pa < pb
+	}
+	return a < b
+}
+
+// addCell adds one event in cell bkt to the kept group at gpos, whose
+// priority is gp.
+func (w *openWindow) addCell(u *cursor, gpos int, gp uint64, bkt uint32) {
+	b := u.b
+	nb := int(b[gpos+gCounts] & 0xffff)
+	first := gpos + gWords
+	for i := first; i < first+cellWords*nb; i += cellWords {
+		if b[i] == bkt {
+			b[i+1] = satInc(b[i+1])
 			return
 		}
 	}
-	bp := mix(gp, uint64(b)+1)
-	less := func(pa uint64, a uint32, pb uint64, b uint32) bool {
-		if pa != pb {
-			return pa < pb
-		}
-		return a < b
-	}
-	if int(g.nb) >= w.t.cfg.MaxBuckets {
-		top := g.bkts
-		if !less(bp, b, mix(gp, uint64(w.bkt.at(top).bucket)+1), w.bkt.at(top).bucket) {
+	bp := mix(gp, uint64(bkt)+1)
+	if nb >= w.t.cfg.MaxBuckets {
+		top := b[first]
+		if !cellLess(bp, bkt, mix(gp, uint64(top)+1), top) {
 			return
 		}
-		g.bkts = w.bkt.at(top).next
-		w.freeBucket(top)
-		g.nb--
+		w.remove(u, first, cellWords)
+		b[gpos+gCounts]--
+		nb--
 	}
-	bi := w.newBucket(b)
-	g = w.grp.at(gi)
-	prev, cur := uint32(0), g.bkts
-	for cur != 0 && less(bp, b, mix(gp, uint64(w.bkt.at(cur).bucket)+1), w.bkt.at(cur).bucket) {
-		prev, cur = cur, w.bkt.at(cur).next
+	pos := first
+	for range nb {
+		c := b[pos]
+		if !cellLess(bp, bkt, mix(gp, uint64(c)+1), c) {
+			break
+		}
+		pos += cellWords
 	}
-	w.bkt.at(bi).next = cur
-	if prev == 0 {
-		g.bkts = bi
-	} else {
-		w.bkt.at(prev).next = bi
-	}
-	g.nb++
+	w.insert(u, pos, cellWords)
+	b = u.b
+	b[pos], b[pos+1] = bkt, 1
+	b[gpos+gCounts]++
 }
 
 // valueLess orders value priorities, ties broken by the value's bits (two
@@ -364,30 +476,37 @@ func valueLess(pa uint32, va float64, pb uint32, vb float64) bool {
 	return math.Float64bits(va) < math.Float64bits(vb)
 }
 
-func (w *openWindow) addValue(gi uint32, p uint32, v float64) {
-	g := w.grp.at(gi)
-	if int(g.nv) >= w.t.cfg.MaxValues {
-		top := g.vals
-		if !valueLess(p, v, w.val.at(top).prio, w.val.at(top).v) {
+// valueAt returns the priority and value of the kept value at word i.
+func valueAt(b []uint32, i int) (uint32, float64) {
+	return b[i], math.Float64frombits(uint64(b[i+1]) | uint64(b[i+2])<<32)
+}
+
+// addValue adds value v with priority p to the kept group at gpos.
+func (w *openWindow) addValue(u *cursor, gpos int, p uint32, v float64) {
+	b := u.b
+	counts := b[gpos+gCounts]
+	nv := int(counts >> 16)
+	first := gpos + gWords + cellWords*int(counts&0xffff)
+	if nv >= w.t.cfg.MaxValues {
+		if tp, tv := valueAt(b, first); !valueLess(p, v, tp, tv) {
 			return
 		}
-		g.vals = w.val.at(top).next
-		w.freeValue(top)
-		g.nv--
+		w.remove(u, first, valWords)
+		b[gpos+gCounts] -= 1 << 16
+		nv--
 	}
-	vi := w.newValue(v, p)
-	g = w.grp.at(gi)
-	prev, cur := uint32(0), g.vals
-	for cur != 0 && valueLess(p, v, w.val.at(cur).prio, w.val.at(cur).v) {
-		prev, cur = cur, w.val.at(cur).next
+	pos := first
+	for range nv {
+		if cp, cv := valueAt(b, pos); !valueLess(p, v, cp, cv) {
+			break
+		}
+		pos += valWords
 	}
-	w.val.at(vi).next = cur
-	if prev == 0 {
-		g.vals = vi
-	} else {
-		w.val.at(prev).next = vi
-	}
-	g.nv++
+	w.insert(u, pos, valWords)
+	b = u.b
+	bits := math.Float64bits(v)
+	b[pos], b[pos+1], b[pos+2] = p, uint32(bits), uint32(bits>>32)
+	b[gpos+gCounts] += 1 << 16
 }
 
 func satInc(x uint32) uint32 {
@@ -397,188 +516,145 @@ func satInc(x uint32) uint32 {
 	return x + 1
 }
 
-func (w *openWindow) newGroup(gid uint32) uint32 {
-	var i uint32
-	if w.grpFr != 0 {
-		i = w.grpFr
-		w.grpFr = w.grp.at(i).next
-	} else {
-		i = w.grp.push(grec{})
-	}
-	*w.grp.at(i) = grec{gid: gid}
-	return i
-}
-
-// freeGroup frees a kept group with its buckets and values and drops its
-// reference to the interned group.
-func (w *openWindow) freeGroup(i uint32) {
-	g := w.grp.at(i)
-	for b := g.bkts; b != 0; {
-		next := w.bkt.at(b).next
-		w.freeBucket(b)
-		b = next
-	}
-	for v := g.vals; v != 0; {
-		next := w.val.at(v).next
-		w.freeValue(v)
-		v = next
-	}
-	w.grefs[g.gid]--
-	if w.grefs[g.gid] == 0 {
-		w.release(g.gid)
-	}
-	*w.grp.at(i) = grec{next: w.grpFr}
-	w.grpFr = i
-}
-
-func (w *openWindow) newBucket(b uint32) uint32 {
-	var i uint32
-	if w.bktFr != 0 {
-		i = w.bktFr
-		w.bktFr = w.bkt.at(i).next
-	} else {
-		i = w.bkt.push(brec{})
-	}
-	*w.bkt.at(i) = brec{bucket: b, count: 1}
-	return i
-}
-
-func (w *openWindow) freeBucket(i uint32) {
-	*w.bkt.at(i) = brec{next: w.bktFr}
-	w.bktFr = i
-}
-
-func (w *openWindow) newValue(v float64, p uint32) uint32 {
-	var i uint32
-	if w.valFr != 0 {
-		i = w.valFr
-		w.valFr = w.val.at(i).next
-	} else {
-		i = w.val.push(vrec{})
-	}
-	*w.val.at(i) = vrec{v: v, prio: p}
-	return i
-}
-
-func (w *openWindow) freeValue(i uint32) {
-	*w.val.at(i) = vrec{next: w.valFr}
-	w.valFr = i
-}
-
-// unit returns the record index of the unit (k0, k1), adding it if new, or
-// 0 if the unit is not kept under MaxUnits.
-func (w *openWindow) unit(k0 uint32, k1 uint64) uint32 {
-	mask := uint64(len(w.idx) - 1)
-	for pos := k1 & mask; ; pos = (pos + 1) & mask {
-		i := w.idx[pos]
-		if i == 0 {
+// unit returns a cursor on the blob of unit (k0, k1), adding the unit with
+// room for need words if new, or false if the unit is not kept under
+// MaxUnits.
+func (w *openWindow) unit(k0 uint32, k1 uint64, need int) (cursor, bool) {
+	mask := len(w.idx) - 1
+	pos := int(k1) & mask
+	for ; ; pos = (pos + 1) & mask {
+		r := w.idx[pos]
+		if r == 0 {
 			break
 		}
-		if r := w.recs.at(i); r.k0 == k0 && r.k1 == k1 {
-			return i
+		if b := w.blob(r); b[hK0] == k0 && b[hK1lo] == uint32(k1) && b[hK1hi] == uint32(k1>>32) {
+			return cursor{ref: r, slot: pos, b: b, used: -1}, true
 		}
 	}
+	moved := false
 	if c := w.t.cfg.MaxUnits; c > 0 && w.live >= c {
-		top := w.recs.at(w.capped[0])
-		if k0 > top.k0 || (k0 == top.k0 && k1 > top.k1) {
-			return 0
+		tb := w.blob(w.capped[0])
+		if k0 > tb[hK0] || (k0 == tb[hK0] && k1 > uint64(tb[hK1lo])|uint64(tb[hK1hi])<<32) {
+			return cursor{}, false
 		}
 		w.evictTop()
+		moved = true
 	}
 	if 2*(w.live+1) > len(w.idx) { // keep the load factor ≤ 1/2
 		w.grow()
+		moved = true
 	}
-	var i uint32
-	if w.recFr != 0 {
-		i = w.recFr
-		w.recFr = w.recs.at(i).head
-		*w.recs.at(i) = urec{k0: k0, k1: k1}
-	} else {
-		i = w.recs.push(urec{k0: k0, k1: k1})
+	if moved {
+		pos = w.emptySlot(k1)
 	}
+	c := classOf(need)
+	r := w.ar.alloc(c)
+	b := w.ar.at(r)[:classWords[c]:classWords[c]]
+	b[hK1lo], b[hK1hi], b[hK0], b[hEvents], b[hMeta] = uint32(k1), uint32(k1>>32), k0, 0, uint32(c)<<16
+	w.idx[pos] = r
 	w.live++
-	w.place(i)
-	if w.t.cfg.MaxUnits > 0 {
-		w.capped = append(w.capped, i)
+	if w.hdr == hdrCapped {
+		b[hHeap] = uint32(len(w.capped))
+		w.capped = append(w.capped, r)
 		w.siftUp(len(w.capped) - 1)
 	}
-	return i
+	return cursor{ref: r, slot: pos, b: b, used: w.hdr}, true
 }
 
-// place puts record i into the index.
-func (w *openWindow) place(i uint32) {
-	mask := uint64(len(w.idx) - 1)
-	pos := w.recs.at(i).k1 & mask
-	for w.idx[pos] != 0 {
-		pos = (pos + 1) & mask
-	}
-	w.idx[pos] = i
-}
-
-func (w *openWindow) grow() {
-	w.idx = make([]uint32, 2*len(w.idx))
-	for i := uint32(1); i < w.recs.n; i++ {
-		if w.recs.at(i).events != 0 {
-			w.place(i)
+// compact compacts the arena and updates the references to moved blobs.
+func (w *openWindow) compact() {
+	mask := len(w.idx) - 1
+	w.ar.compact(func(old, new uint32) {
+		pos := int(w.k1Of(new)) & mask
+		for w.idx[pos] != old {
+			pos = (pos + 1) & mask
 		}
-	}
+		w.idx[pos] = new
+		if w.hdr == hdrCapped {
+			w.capped[w.ar.at(new)[hHeap]] = new
+		}
+	})
 }
 
-// slot returns the index position holding record i.
-func (w *openWindow) slot(i uint32) uint64 {
-	mask := uint64(len(w.idx) - 1)
-	pos := w.recs.at(i).k1 & mask
-	for w.idx[pos] != i {
+// k1Of returns the k1 of unit blob r.
+func (w *openWindow) k1Of(r uint32) uint64 {
+	s := w.ar.at(r)
+	return uint64(s[hK1lo]) | uint64(s[hK1hi])<<32
+}
+
+// emptySlot returns the first empty slot of idx from k1's home.
+func (w *openWindow) emptySlot(k1 uint64) int {
+	mask := len(w.idx) - 1
+	pos := int(k1) & mask
+	for w.idx[pos] != 0 {
 		pos = (pos + 1) & mask
 	}
 	return pos
 }
 
+// grow doubles the table.
+func (w *openWindow) grow() {
+	old := w.idx
+	w.idx = make([]uint32, 2*len(old))
+	for _, r := range old {
+		if r != 0 {
+			w.idx[w.emptySlot(w.k1Of(r))] = r
+		}
+	}
+}
+
 // evictTop removes the kept unit of largest priority (MaxUnits).
 func (w *openWindow) evictTop() {
-	i := w.capped[0]
-	r := w.recs.at(i)
-	w.drops.UnitCap += int64(r.events)
-	for g := r.head; g != 0; {
-		next := w.grp.at(g).next
-		w.freeGroup(g)
-		g = next
+	r := w.capped[0]
+	b := w.blob(r)
+	w.drops.UnitCap += int64(b[hEvents])
+	pos := w.hdr
+	for range b[hMeta] & 0xffff {
+		w.unref(b[pos+gGid])
+		pos += groupSize(b[pos+gCounts])
 	}
 	// Pop the heap.
 	last := len(w.capped) - 1
-	w.capped[0] = w.capped[last]
+	w.heapSet(0, w.capped[last])
 	w.capped = w.capped[:last]
 	if last > 0 {
 		w.siftDown(0)
 	}
-	// Delete from the index (backward-shift deletion for linear probing).
-	mask := uint64(len(w.idx) - 1)
-	pos := w.slot(i)
-	w.idx[pos] = 0
-	for next := (pos + 1) & mask; w.idx[next] != 0; next = (next + 1) & mask {
+	// Delete from the table (backward-shift deletion for linear probing).
+	mask := len(w.idx) - 1
+	hole := int(w.k1Of(r)) & mask
+	for w.idx[hole] != r {
+		hole = (hole + 1) & mask
+	}
+	w.idx[hole] = 0
+	for next := (hole + 1) & mask; w.idx[next] != 0; next = (next + 1) & mask {
 		j := w.idx[next]
-		home := w.recs.at(j).k1 & mask
-		// Move j into the hole if its home is not cyclically in (pos, next].
-		if (next-home)&mask >= (next-pos)&mask {
-			w.idx[pos] = j
+		home := int(w.k1Of(j)) & mask
+		// Move j into the hole if its home is not cyclically in (hole, next].
+		if (next-home)&mask >= (next-hole)&mask {
+			w.idx[hole] = j
 			w.idx[next] = 0
-			pos = next
+			hole = next
 		}
 	}
-	// Free the record (events == 0 marks a free record).
-	*w.recs.at(i) = urec{head: w.recFr}
-	w.recFr = i
+	w.ar.release(r)
 	w.live--
+}
+
+// heapSet puts unit blob r at position i of the MaxUnits heap.
+func (w *openWindow) heapSet(i int, r uint32) {
+	w.capped[i] = r
+	w.ar.at(r)[hHeap] = uint32(i)
 }
 
 // unitAbove orders units by descending priority (k0, then k1) for the
 // max-heap of MaxUnits.
 func (w *openWindow) unitAbove(a, b uint32) bool {
-	ra, rb := w.recs.at(a), w.recs.at(b)
-	if ra.k0 != rb.k0 {
-		return ra.k0 > rb.k0
+	ra, rb := w.ar.at(a), w.ar.at(b)
+	if ra[hK0] != rb[hK0] {
+		return ra[hK0] > rb[hK0]
 	}
-	return ra.k1 > rb.k1
+	return w.k1Of(a) > w.k1Of(b)
 }
 
 func (w *openWindow) siftUp(i int) {
@@ -588,7 +664,9 @@ func (w *openWindow) siftUp(i int) {
 		if !w.unitAbove(h[i], h[p]) {
 			return
 		}
-		h[i], h[p] = h[p], h[i]
+		a, b := h[i], h[p]
+		w.heapSet(i, b)
+		w.heapSet(p, a)
 		i = p
 	}
 }
@@ -607,7 +685,9 @@ func (w *openWindow) siftDown(i int) {
 		if !w.unitAbove(h[c], h[i]) {
 			return
 		}
-		h[i], h[c] = h[c], h[i]
+		a, b := h[i], h[c]
+		w.heapSet(i, b)
+		w.heapSet(c, a)
 		i = c
 	}
 }
@@ -620,7 +700,7 @@ func (w *openWindow) addEvent(e *Event) {
 		gh := w.groupHash(e.Group)
 		if c := cfg.MaxOpenGroups; c > 0 && len(w.gidx) >= c {
 			top := w.gheap[0]
-			if !w.groupLess(gh, e.Group, w.ghash[top], w.gkeys[top]) {
+			if !groupLess(gh, e.Group, w.ghash[top], w.gkeys[top]) {
 				w.drops.GroupCap++
 				return
 			}
@@ -674,7 +754,7 @@ func (w *openWindow) addClamped(a *gacc, v float64) {
 }
 
 func (w *openWindow) groupAbove(a, b uint32) bool {
-	return w.groupLess(w.ghash[b], w.gkeys[b], w.ghash[a], w.gkeys[a])
+	return groupLess(w.ghash[b], w.gkeys[b], w.ghash[a], w.gkeys[a])
 }
 
 func (w *openWindow) groupSiftUp(i int) {
@@ -723,42 +803,51 @@ func (w *openWindow) finish() Window {
 	if !cfg.EventLevel {
 		w.acc = make([]gacc, len(w.gkeys))
 		perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
-		for u := uint32(1); u < w.recs.n; u++ {
-			r := w.recs.at(u)
-			if r.events == 0 {
-				continue // free record
+		// The aggregates are sums (exact for the values), so the order in
+		// which units are visited does not matter.
+		for _, r := range w.idx {
+			if r == 0 {
+				continue
 			}
+			b := w.blob(r)
 			kept := int64(0)
-			for gi := r.head; gi != 0; gi = w.grp.at(gi).next {
-				g := w.grp.at(gi)
-				a := &w.acc[g.gid]
-				kept += int64(g.events)
+			pos := w.hdr
+			for range b[hMeta] & 0xffff {
+				g := b[pos : pos+groupSize(b[pos+gCounts])]
+				pos += len(g)
+				a := &w.acc[g[gGid]]
+				events := g[gEvents]
+				kept += int64(events)
 				a.units++
 				if cfg.Count {
-					a.count += int64(min(g.events, maxValues))
-					out.Drops.Count += int64(g.events - min(g.events, maxValues))
+					a.count += int64(min(events, maxValues))
+					out.Drops.Count += int64(events - min(events, maxValues))
 				}
+				nb, nv := int(g[gCounts]&0xffff), int(g[gCounts]>>16)
+				cells := g[gWords : gWords+cellWords*nb]
 				if cfg.Histogram {
 					if a.hist == nil {
 						a.hist = make([]int64, cfg.NumBuckets)
 					}
 					inCells := int64(0)
-					for bi := g.bkts; bi != 0; bi = w.bkt.at(bi).next {
-						b := w.bkt.at(bi)
-						inCells += int64(b.count)
-						a.hist[b.bucket] += int64(min(b.count, perBucket))
-						out.Drops.PerBucket += int64(b.count - min(b.count, perBucket))
+					for i := 0; i < len(cells); i += cellWords {
+						n := cells[i+1]
+						inCells += int64(n)
+						a.hist[cells[i]] += int64(min(n, perBucket))
+						out.Drops.PerBucket += int64(n - min(n, perBucket))
 					}
-					out.Drops.Buckets += int64(g.hist) - inCells
+					out.Drops.Buckets += int64(g[gHist]) - inCells
 				}
 				if w.t.valued {
-					for vi := g.vals; vi != 0; vi = w.val.at(vi).next {
-						w.addClamped(a, w.val.at(vi).v)
+					vals := g[gWords+len(cells):]
+					for i := 0; i < len(vals); i += valWords {
+						_, v := valueAt(vals, i)
+						w.addClamped(a, v)
 					}
-					out.Drops.Values += int64(g.nvals) - int64(g.nv)
+					out.Drops.Values += int64(g[gNvals]) - int64(nv)
 				}
 			}
-			out.Drops.Groups += int64(r.events) - kept
+			out.Drops.Groups += int64(b[hEvents]) - kept
 		}
 		out.Units = int64(w.live)
 	}
@@ -786,12 +875,10 @@ func (w *openWindow) finish() Window {
 }
 
 // memory estimates the bytes held by the window, split into per-unit state
-// (unit table and kept records) and per-group state (interned groups and
+// (unit table and blobs) and per-group state (interned groups and
 // accumulators).
 func (w *openWindow) memory() (unitBytes, groupBytes int64) {
-	unitBytes = int64(cap(w.idx))*4 + w.recs.capacity()*urecBytes +
-		w.grp.capacity()*grecBytes + w.bkt.capacity()*brecBytes +
-		w.val.capacity()*vrecBytes + int64(cap(w.capped))*4
+	unitBytes = int64(cap(w.idx))*4 + w.ar.bytes() + int64(cap(w.capped))*4
 	groupBytes = int64(cap(w.gkeys))*groupBytes + int64(cap(w.gheap))*4
 	for _, k := range w.gkeys {
 		groupBytes += int64(len(k))

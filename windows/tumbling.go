@@ -75,13 +75,17 @@ type Tumbling struct {
 	revoked map[int32]struct{}
 	open    map[int64]*openWindow
 	cur     *openWindow // last window added to
-	spare   *openWindow // a finished window whose slabs the next one reuses
+	spare   *openWindow // a finished window whose table and arena the next one reuses
 
 	started bool  // next is set
 	next    int64 // start of the next window to emit
 	touched bool  // Add or Poll happened
 
 	stats Stats
+
+	queue [queueLen]pending // accepted events whose state update is deferred
+	nq    int
+	sink  uint32 // keeps flush's cache-warming reads
 }
 
 // partition is the watermark and activity state of one input partition.
@@ -144,10 +148,59 @@ func (t *Tumbling) WindowStart(ms int64) int64 {
 
 // Add adds one event and returns what happened to it and the start of its
 // window (0 with BadTime). See Tumbling for the rules.
+//
+// The status is final when Add returns, but with privacy units the update
+// of the window state is deferred and applied for up to 16 accepted
+// events at once, so that their memory accesses overlap; until then the
+// Tumbling keeps a copy of the event, including its strings. Poll and
+// Memory apply pending updates first, so nothing observable changes.
 func (t *Tumbling) Add(e Event) (Status, int64) {
 	s, start := t.add(&e)
 	t.stats.Events[s]++
 	return s, start
+}
+
+// queueLen is the number of accepted events whose state update Add defers
+// and then applies together (see flush): enough table and unit-state reads
+// in flight to overlap their cache misses (a core tracks 16 or more
+// outstanding L1 misses), few enough that the block's state stays in the
+// L1 cache.
+const queueLen = 16
+
+// pending is an accepted event whose state update is deferred, for window
+// w, with its unit key (k0, k1) once flush computes it.
+type pending struct {
+	w      *openWindow
+	k0, k1 uint64
+	e      Event
+}
+
+// flush applies the deferred state updates, in arrival order. Only the
+// window state changes, which nothing reads before a flush: Add's status
+// and the stats are settled when the event arrives, and Poll and Memory
+// flush first. The updates of a block are applied together so that their
+// memory reads overlap: first every unit is hashed, then every table slot
+// read, then the unit state each slot points to (reads only), and then
+// the updates run one by one on warm caches.
+func (t *Tumbling) flush() {
+	q := t.queue[:t.nq]
+	t.nq = 0
+	var refs [queueLen]uint32
+	for i := range q {
+		p := &q[i]
+		p.k0, p.k1 = p.w.unitKey(&p.e)
+		refs[i] = p.w.idx[int(p.k1)&(len(p.w.idx)-1)]
+	}
+	sink := uint32(0)
+	for i := range q {
+		sink += q[i].w.touch(refs[i])
+	}
+	t.sink += sink
+	for i := range q {
+		p := &q[i]
+		p.w.addKeyed(&p.e, p.k0, p.k1)
+		*p = pending{} // drop the references to the event's strings
+	}
 }
 
 func (t *Tumbling) add(e *Event) (Status, int64) {
@@ -186,7 +239,14 @@ func (t *Tumbling) add(e *Event) (Status, int64) {
 		}
 		t.cur = w
 	}
-	w.add(e)
+	if t.cfg.EventLevel {
+		w.addEvent(e)
+		return Accepted, start
+	}
+	t.queue[t.nq] = pending{w: w, e: *e}
+	if t.nq++; t.nq == queueLen {
+		t.flush()
+	}
 	return Accepted, start
 }
 
@@ -325,6 +385,7 @@ func (t *Tumbling) Poll(limit int) []Window {
 	if limit <= 0 {
 		limit = DefaultPollLimit
 	}
+	t.flush()
 	t.touched = true
 	wm, ok := t.Watermark()
 	if !ok {
@@ -374,8 +435,9 @@ type MemoryStats struct {
 	Windows, Units, Groups int64
 	// UnitBytes is held by per-unit state (unit table, kept groups, cells
 	// and values); GroupBytes by interned groups and event-level
-	// accumulators. Slab capacity is counted, so the figures include
-	// growth slack and the slabs of one closed window kept for reuse.
+	// accumulators. Allocated capacity is counted, so the figures include
+	// growth slack, free space not yet compacted, and the table and arena
+	// of one closed window kept for reuse.
 	UnitBytes, GroupBytes int64
 }
 
@@ -384,6 +446,7 @@ func (m MemoryStats) Bytes() int64 { return m.UnitBytes + m.GroupBytes }
 
 // Memory estimates the memory held by the open windows.
 func (t *Tumbling) Memory() MemoryStats {
+	t.flush()
 	m := MemoryStats{Windows: int64(len(t.open))}
 	ws := make([]*openWindow, 0, len(t.open)+1)
 	for _, w := range t.open {
