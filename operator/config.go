@@ -145,15 +145,28 @@ type PrivacyConfig struct {
 	Epsilon float64 `mapstructure:"epsilon"`
 	Delta   float64 `mapstructure:"delta"`
 	// Horizon, HorizonEpsilon and HorizonDelta set a total budget over a
-	// horizon; until the accountant lands it is split with basic composition
-	// (ε_w = ε/N, δ_w = δ/N, N = ⌈horizon/size⌉).
+	// horizon: the noise of every window is calibrated so that the
+	// composition of all N = horizon/size windows meets the total (with the
+	// accountant below). The horizon must be a whole number of windows.
 	Horizon        time.Duration `mapstructure:"horizon"`
 	HorizonEpsilon float64       `mapstructure:"horizon_epsilon"`
 	HorizonDelta   float64       `mapstructure:"horizon_delta"`
-	// Mechanism is the default mechanism (see privacy.Parse).
+	// Accounting is the accountant that certifies the composition of a
+	// window's parts (and of the horizon's windows): "tightest" (default:
+	// the smallest noise any valid accountant certifies — privacy loss
+	// distributions, exact Gaussian or exact pure-ε composition), "pld",
+	// or, for comparison, "basic" or "advanced" composition.
+	Accounting string `mapstructure:"accounting"`
+	// Mechanism is the default mechanism (see privacy.Parse), or "auto" to
+	// choose per aggregate the mechanism with the smallest expected error
+	// (ErrorMeasure) under the accounting. See ReleaseMechanism for the
+	// noise that actually runs on integer and real values.
 	Mechanism string `mapstructure:"mechanism"`
-	// Mechanisms overrides the mechanism per aggregate name.
+	// Mechanisms overrides the mechanism per aggregate name ("auto" allowed).
 	Mechanisms map[string]string `mapstructure:"mechanisms"`
+	// ErrorMeasure is what "auto" minimises: "variance" (default;
+	// infinite-variance noise never wins) or "mae" (mean absolute error).
+	ErrorMeasure string `mapstructure:"error_measure"`
 	// PublicGroups lists the group keys (one value per group_by field)
 	// that are released in every window, with zeros when absent; events of
 	// other groups are skipped. Without it and with group_by, groups are
@@ -217,9 +230,11 @@ func Default() Config {
 		},
 		Bounds: BoundsConfig{MaxGroups: 1, MaxBuckets: 1, MaxPerBucket: 1, MaxValues: 1},
 		Privacy: PrivacyConfig{
-			Mechanism:  "laplace",
-			Confidence: 0.95,
-			KeyEnv:     "DPSTREAM_KEY",
+			Accounting:   string(privacy.Tightest),
+			Mechanism:    "laplace",
+			ErrorMeasure: string(privacy.ByVariance),
+			Confidence:   0.95,
+			KeyEnv:       "DPSTREAM_KEY",
 		},
 		Observability: ObservabilityConfig{
 			Listen:    "127.0.0.1:9464",
@@ -440,16 +455,18 @@ func (c PrivacyConfig) check(p *problems, w WindowsConfig, s schema.Config) {
 	default:
 		budget(p, "privacy.epsilon", "privacy.delta", c.Epsilon, c.Delta)
 	}
-	if _, err := privacy.Parse(c.Mechanism); err != nil {
-		p.addf("privacy.mechanism: %q is not a known mechanism", c.Mechanism)
-	}
+	checkMechanism(p, "privacy.mechanism", c.Mechanism)
 	for agg, m := range sortedMap(c.Mechanisms) {
 		if !slices.Contains(knownAggregates, agg) {
 			p.addf("privacy.mechanisms: %q is not an aggregate (count, histogram, sum, mean)", agg)
 		}
-		if _, err := privacy.Parse(m); err != nil {
-			p.addf("privacy.mechanisms.%s: %q is not a known mechanism", agg, m)
-		}
+		checkMechanism(p, "privacy.mechanisms."+agg, m)
+	}
+	if !slices.Contains(accountings, c.Accounting) {
+		p.addf("privacy.accounting: %q is not tightest, pld, basic or advanced", c.Accounting)
+	}
+	if _, err := privacy.ParseErrorMeasure(c.ErrorMeasure); err != nil || c.ErrorMeasure == "" {
+		p.addf("privacy.error_measure: %q is not variance or mae", c.ErrorMeasure)
 	}
 	if len(c.PublicGroups) > 0 && len(s.GroupBy) == 0 {
 		p.addf("privacy.public_groups: set, but schema.group_by is empty")
@@ -460,8 +477,7 @@ func (c PrivacyConfig) check(p *problems, w WindowsConfig, s schema.Config) {
 		}
 	}
 	if len(s.GroupBy) > 0 && len(c.PublicGroups) == 0 {
-		_, d, _ := Config{Privacy: c, Windows: w}.WindowBudget()
-		if !(d > 0) {
+		if b, _ := (Config{Privacy: c, Windows: w}).TotalBudget(); !(b.Delta > 0) {
 			p.addf("privacy.public_groups: with schema.group_by and δ = 0, list the public groups (private group selection needs δ > 0)")
 		}
 	}
@@ -516,26 +532,44 @@ func sortedMap(m map[string]string) func(func(string, string) bool) {
 	}
 }
 
-// WindowBudget returns the per-window (ε, δ) and a note saying how it was
-// derived. With a horizon budget it is split evenly over
-// N = ⌈horizon/size⌉ windows by basic composition (valid, loose; the
-// tighter accountant is a later issue).
-func (c Config) WindowBudget() (eps, delta float64, note string) {
+// accountings are the values of privacy.accounting.
+var accountings = []string{string(privacy.Tightest), string(privacy.AccountPLD), string(privacy.AccountBasic), string(privacy.AccountAdvanced)}
+
+// Auto is the mechanism name that asks for an automatic choice.
+const Auto = "auto"
+
+// checkMechanism reports a mechanism name that is neither "auto" nor one the
+// operator can run.
+func checkMechanism(p *problems, key, name string) {
+	if name == Auto {
+		return
+	}
+	if _, err := privacy.Parse(name); err != nil {
+		p.addf("%s: %q is not a known mechanism (or auto)", key, name)
+		return
+	}
+	if _, err := ReleaseMechanism(name, true); err != nil {
+		p.addf("%s: %v", key, strings.TrimPrefix(err.Error(), "operator: "))
+	}
+}
+
+// TotalBudget returns the budget the noise is calibrated for and the number
+// of windows it covers: the per-window budget over one window, or the
+// horizon budget over N = horizon/size windows (the composition of all N
+// windows meets it).
+func (c Config) TotalBudget() (privacy.Budget, int) {
 	pc := c.Privacy
 	if pc.Horizon == 0 {
-		return pc.Epsilon, pc.Delta, "per-window budget as configured"
+		return privacy.Budget{Epsilon: pc.Epsilon, Delta: pc.Delta}, 1
 	}
-	n := int64(pc.Horizon / c.Windows.Size)
-	if pc.Horizon%c.Windows.Size != 0 {
-		n++
+	n := 1
+	if c.Windows.Size > 0 {
+		n = int(pc.Horizon / c.Windows.Size)
+		if pc.Horizon%c.Windows.Size != 0 {
+			n++
+		}
 	}
-	// Rounded down so that N windows never exceed the total (more noise).
-	eps = math.Nextafter(pc.HorizonEpsilon/float64(n), 0)
-	delta = pc.HorizonDelta / float64(n)
-	if delta > 0 {
-		delta = math.Nextafter(delta, 0)
-	}
-	return eps, delta, fmt.Sprintf("horizon budget (ε=%g, δ=%g over %s) split by basic composition over %d windows", pc.HorizonEpsilon, pc.HorizonDelta, pc.Horizon, n)
+	return privacy.Budget{Epsilon: pc.HorizonEpsilon, Delta: pc.HorizonDelta}, max(n, 1)
 }
 
 // namespace returns the release namespace.

@@ -92,10 +92,9 @@ func TestValidateBudgetChoices(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("horizon budget rejected: %v", err)
 	}
-	eps, delta, note := c.WindowBudget()
-	// 1h of 1m windows = 60 windows; ε/60 rounded down.
-	if !(eps <= 1.0/60 && eps > 1.0/60*(1-1e-15)) || delta != 0 || !strings.Contains(note, "basic composition over 60 windows") {
-		t.Fatalf("WindowBudget = %v, %v, %q", eps, delta, note)
+	// 1h of 1m windows: the total covers 60 windows.
+	if b, n := c.TotalBudget(); b.Epsilon != 1 || b.Delta != 0 || n != 60 {
+		t.Fatalf("TotalBudget = %+v, %d", b, n)
 	}
 }
 
@@ -160,5 +159,26 @@ func TestLoadRejectsUnknownKeysAndBadValues(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml"), nil); !errors.Is(err, ErrConfig) {
 		t.Errorf("missing file: got %v", err)
+	}
+}
+
+// TestValidateMechanismChoices: auto is a mechanism name, gaussian-classic
+// (a comparison formula) is refused, and the accounting and error measure
+// are checked, each problem naming its key.
+func TestValidateMechanismChoices(t *testing.T) {
+	c := validConfig()
+	c.Privacy.Mechanism = Auto
+	c.Privacy.Mechanisms = map[string]string{"count": "auto", "sum": "subbotin:3"}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("auto rejected: %v", err)
+	}
+	c.Privacy.Mechanisms = map[string]string{"count": "gaussian-classic"}
+	c.Privacy.Accounting = "renyi"
+	c.Privacy.ErrorMeasure = "max"
+	err := c.Validate()
+	for _, want := range []string{"privacy.mechanisms.count: gaussian-classic is a comparison formula", "privacy.accounting", "privacy.error_measure"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v; want a problem %q", err, want)
+		}
 	}
 }

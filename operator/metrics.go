@@ -27,10 +27,12 @@ type metrics struct {
 	publishLatency prometheus.Histogram
 	lag            *prometheus.GaugeVec
 	noiseScale     *prometheus.GaugeVec
-	epsSpent       prometheus.Counter
-	deltaSpent     prometheus.Counter
+	spentEps       prometheus.Gauge
+	spentDelta     prometheus.Gauge
 	windowEps      prometheus.Gauge
 	windowDelta    prometheus.Gauge
+	totalEps       prometheus.Gauge
+	totalDelta     prometheus.Gauge
 	commits        prometheus.Counter
 	brokerErrors   *prometheus.CounterVec
 	rebalances     prometheus.Counter
@@ -73,14 +75,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Messages between the last one processed and the partition's high watermark."}, []string{"topic", "partition"}),
 		noiseScale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "noise_scale",
 			Help: "Noise scale of the last window, per aggregate, series and mechanism."}, []string{"aggregate", "series", "mechanism"}),
-		epsSpent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "budget_epsilon_spent_total",
-			Help: "Sum of the per-window ε of published windows (basic composition)."}),
-		deltaSpent: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "budget_delta_spent_total",
-			Help: "Sum of the per-window δ of published windows (basic composition)."}),
+		spentEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_spent_epsilon",
+			Help: "ε spent in the current horizon through the last published window, from the tight accountant at budget_spent_delta (the per-window ε without a horizon)."}),
+		spentDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_spent_delta",
+			Help: "δ spent in the current horizon through the last published window (the per-window δ without a horizon)."}),
 		windowEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_window_epsilon",
-			Help: "The per-window ε."}),
+			Help: "The ε of one window's release (at budget_window_delta)."}),
 		windowDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_window_delta",
-			Help: "The per-window δ."}),
+			Help: "The δ of one window's release."}),
+		totalEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_total_epsilon",
+			Help: "The configured total ε: per horizon, or per window without a horizon."}),
+		totalDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_total_delta",
+			Help: "The configured total δ: per horizon, or per window without a horizon."}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "offset_commits_total",
 			Help: "Successful input offset commits."}),
 		brokerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "broker_errors_total",
@@ -92,7 +98,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.eventsIn, m.decoded, m.skipped, m.late, m.deadLettered, m.windowsOpen,
 		m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.groupsDropped, m.publishLatency, m.lag,
-		m.noiseScale, m.epsSpent, m.deltaSpent, m.windowEps, m.windowDelta, m.commits, m.brokerErrors,
+		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta, m.commits, m.brokerErrors,
 		m.rebalances, m.ready}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {

@@ -124,12 +124,17 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	if o.instance == "" {
 		o.instance, _ = os.Hostname()
 	}
-	o.m.windowEps.Set(o.plan.eps)
-	o.m.windowDelta.Set(o.plan.delta)
+	o.m.windowEps.Set(o.plan.window.Epsilon)
+	o.m.windowDelta.Set(o.plan.window.Delta)
+	o.m.totalEps.Set(o.plan.total.Epsilon)
+	o.m.totalDelta.Set(o.plan.total.Delta)
 	for _, ap := range o.plan.aggs {
 		for _, n := range ap.noises {
-			o.m.noiseScale.WithLabelValues(ap.name, n.series, n.mech.Name()).Set(n.cal.Scale)
+			o.m.noiseScale.WithLabelValues(ap.name, n.series, n.mech.Name()).Set(n.scale)
 		}
+	}
+	if s := o.plan.sel; s != nil {
+		o.m.noiseScale.WithLabelValues("selection", "units", s.noise.mech.Name()).Set(s.noise.scale)
 	}
 	o.health.set(false, "starting")
 	return o, nil
@@ -206,6 +211,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	k := o.cfg.Kafka
 	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
 		"group_id", k.GroupID, "note", o.plan.note)
+	for _, ch := range o.plan.choices {
+		o.log.Info("mechanism chosen automatically", "choice", ch)
+	}
 
 	// Topics: the state topic is the operator's own (compacted); output
 	// and dead-letter topics are created only when asked to.
@@ -672,8 +680,9 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		o.m.groupsDropped.Add(float64(d.wh))
 		o.m.publishLatency.Observe(lat.Seconds())
 		if len(d.out) > 0 {
-			o.m.epsSpent.Add(o.plan.eps)
-			o.m.deltaSpent.Add(o.plan.delta)
+			sp, _ := o.plan.spent(d.w.Start)
+			o.m.spentEps.Set(sp.Epsilon)
+			o.m.spentDelta.Set(sp.Delta)
 		}
 		o.log.Info("window published", "start", tsString(d.w.Start), "releases", len(d.out),
 			"already_published", d.dup, "groups_withheld", d.wh, "latency", lat)

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"strings"
 	"sync"
@@ -149,6 +150,30 @@ func TestKafkaEndToEnd(t *testing.T) {
 	if got := counter(t, reg, "dpstream_windows_published_total", ""); got < 4 {
 		t.Errorf("windows_published_total = %v, want ≥ 4", got)
 	}
+	// The ledger: a per-window budget is spent once per window.
+	for name, want := range map[string]float64{
+		"dpstream_budget_spent_epsilon": c.Privacy.Epsilon, "dpstream_budget_spent_delta": c.Privacy.Delta,
+		"dpstream_budget_total_epsilon": c.Privacy.Epsilon, "dpstream_budget_window_delta": c.Privacy.Delta,
+	} {
+		if got := gauge(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// gauge returns the value of an unlabelled gauge, NaN if absent.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return math.NaN()
 }
 
 // TestKafkaRestartNoDuplicates: a run interrupted by simulated crashes —

@@ -1,17 +1,16 @@
 package operator
 
 // pipeline.go is the glue between the leaf packages: it maps the operator's
-// config onto schema.Config and windows.Config, calibrates the noise of
-// every released vector once at start, and turns a closed windows.Window
-// into schema.Release messages. API drift in schema, windows or privacy
-// should only touch this file.
+// config onto windows.Config and turns a closed windows.Window into
+// schema.Release messages with the noise plan.go calibrated at start. API
+// drift in schema, windows or privacy should only touch this file and
+// plan.go.
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/privacy"
@@ -54,221 +53,6 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 	return w
 }
 
-// vectorNoise is the calibrated noise of one released vector.
-type vectorNoise struct {
-	series   string // schema series name
-	mech     privacy.Mechanism
-	cal      privacy.Calibration
-	sens     windows.Sensitivity
-	ints     bool    // integer-valued noise (discrete mechanisms)
-	half     float64 // half-width of the (1−β) interval of one value
-	beta     float64 // the β the half-width is for
-	perCoord string  // how the vector was calibrated, for the note
-}
-
-// aggPlan is how one aggregate is released.
-type aggPlan struct {
-	name   string
-	kind   schema.Kind
-	noises []vectorNoise // one per noised series, in schema order
-}
-
-// selection is DP group selection by Laplace thresholding of the number of
-// units per group: a group is released only if units + Lap(scale) ≥
-// threshold. The noisy unit counts are not published.
-type selection struct {
-	scale, threshold float64
-}
-
-// plan is everything decided at start about releasing a window.
-type plan struct {
-	aggs         []aggPlan
-	sel          *selection // nil: groups are public (no group-by, or a public list)
-	eps, delta   float64    // the per-window budget
-	note         string
-	labels       []string // histogram bucket labels
-	groupFields  []string
-	publicGroups []string // canonical group keys, sorted; nil if not public
-	unit         string
-	bounds       schema.Bounds
-	mid          float64 // centre of the value range (means)
-	lower, upper float64
-	sens         windows.Sensitivities
-	horizon      time.Duration
-	horizonB     schema.Budget
-	offset, size int64 // ms
-}
-
-// isLaplaceFamily: mechanisms whose vector version is calibrated with the
-// L1 sensitivity directly (pure ε, valid in any dimension).
-func vectorRule(name string) string {
-	switch {
-	case name == "gaussian":
-		return "l2" // analytic Gaussian is valid in any dimension with L2
-	default:
-		return "per-coordinate"
-	}
-}
-
-// calibrateVector calibrates mechanism m for a vector with sensitivity s
-// under budget (eps, delta): the analytic Gaussian with the L2 sensitivity;
-// every other mechanism per coordinate by basic composition over the L0
-// coordinates one unit can move, each with (eps/L0, delta/L0) and Δ = L∞
-// (for Laplace this equals the L1 calibration). Never a single p-norm for
-// other noise (DESIGN.md §3; SEEDS.md erratum 1).
-func calibrateVector(m privacy.Mechanism, eps, delta float64, s windows.Sensitivity) (privacy.Calibration, string, error) {
-	if !(s.L0 >= 1) || !(s.Linf > 0) {
-		return privacy.Calibration{}, "", fmt.Errorf("operator: vector sensitivity L0=%g, L∞=%g cannot be calibrated", s.L0, s.Linf)
-	}
-	if vectorRule(m.Name()) == "l2" {
-		c, err := m.Calibrate(eps, delta, s.L2)
-		return c, fmt.Sprintf("%s on L2=%g", m.Name(), s.L2), err
-	}
-	// Round the per-coordinate budget down (towards more noise).
-	ec := math.Nextafter(eps/s.L0, 0)
-	dc := 0.0
-	if delta > 0 {
-		dc = math.Nextafter(delta/s.L0, 0)
-	}
-	c, err := m.Calibrate(ec, dc, s.Linf)
-	return c, fmt.Sprintf("%s per coordinate (ε/%g, δ/%g, Δ=L∞=%g)", m.Name(), s.L0, s.L0, s.Linf), err
-}
-
-func isInteger(m privacy.Mechanism) bool {
-	return strings.HasPrefix(m.Name(), "discrete-")
-}
-
-// newPlan calibrates everything at start; any infeasible budget is an error
-// here, not at the first window.
-func newPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) {
-	sens, err := wcfg.Sensitivities()
-	if err != nil {
-		return nil, err
-	}
-	eps, delta, note := c.WindowBudget()
-	p := &plan{
-		eps: eps, delta: delta, sens: sens,
-		groupFields: slices.Clone(c.Schema.GroupBy),
-		unit:        c.Schema.UnitField,
-		offset:      c.Windows.Offset.Milliseconds(),
-		size:        c.Windows.Size.Milliseconds(),
-		horizon:     c.Privacy.Horizon,
-		horizonB:    schema.Budget{Epsilon: c.Privacy.HorizonEpsilon, Delta: c.Privacy.HorizonDelta},
-	}
-	if h := dec.Config().Histogram; h != nil {
-		p.labels = h.Labels()
-	}
-	p.bounds = schema.Bounds{
-		MaxGroups: int64(c.Bounds.MaxGroups), MaxBuckets: int64(c.Bounds.MaxBuckets),
-		MaxPerBucket: int64(c.Bounds.MaxPerBucket), MaxValues: int64(c.Bounds.MaxValues),
-	}
-	if wcfg.Sum || wcfg.Mean {
-		p.bounds.Lower, p.bounds.Upper = c.Schema.Lower, c.Schema.Upper
-		p.lower, p.upper = c.Schema.Lower, c.Schema.Upper
-		p.mid = c.Schema.Lower/2 + c.Schema.Upper/2
-	}
-	if len(c.Privacy.PublicGroups) > 0 {
-		for _, g := range c.Privacy.PublicGroups {
-			p.publicGroups = append(p.publicGroups, schema.MakeGroup(g...))
-		}
-		slices.Sort(p.publicGroups)
-		p.publicGroups = slices.Compact(p.publicGroups)
-	}
-	// Basic composition: the window's (ε, δ) is split evenly over the
-	// noised parts: each aggregate, plus group selection when the group
-	// keys are not public. A mean's share is split again over its sum and
-	// count.
-	parts := len(c.Windows.Aggregates)
-	needSel := len(c.Schema.GroupBy) > 0 && p.publicGroups == nil
-	if needSel {
-		parts++
-	}
-	ea := math.Nextafter(eps/float64(parts), 0)
-	da := 0.0
-	if delta > 0 {
-		da = math.Nextafter(delta/float64(parts), 0)
-	}
-	beta := 1 - c.Privacy.Confidence
-	for _, a := range c.Windows.Aggregates {
-		m, err := privacy.Parse(c.Privacy.MechanismFor(a))
-		if err != nil {
-			return nil, err
-		}
-		ap := aggPlan{name: a}
-		type vec struct {
-			series string
-			s      windows.Sensitivity
-		}
-		var vecs []vec
-		switch a {
-		case AggHistogram:
-			ap.kind, vecs = schema.KindHistogram, []vec{{schema.SeriesCounts, sens.Histogram}}
-		case AggCount:
-			ap.kind, vecs = schema.KindCount, []vec{{schema.SeriesCount, sens.Count}}
-		case AggSum:
-			ap.kind, vecs = schema.KindSum, []vec{{schema.SeriesSum, sens.Sum}}
-		case AggMean:
-			ap.kind, vecs = schema.KindMean, []vec{{schema.SeriesSum, sens.MeanSum}, {schema.SeriesCount, sens.Values}}
-		}
-		ev, dv := ea, da
-		if len(vecs) > 1 {
-			ev = math.Nextafter(ea/float64(len(vecs)), 0)
-			if da > 0 {
-				dv = math.Nextafter(da/float64(len(vecs)), 0)
-			}
-		}
-		// The mean's interval combines two intervals: give each β/2.
-		vb := beta / float64(len(vecs))
-		for _, v := range vecs {
-			cal, how, err := calibrateVector(m, ev, dv, v.s)
-			if err != nil {
-				return nil, fmt.Errorf("operator: %s (%s): %w", a, m.Name(), err)
-			}
-			if !(cal.Scale > 0) || math.IsInf(cal.Scale, 0) {
-				return nil, fmt.Errorf("operator: %s (%s): calibration gave scale %g", a, m.Name(), cal.Scale)
-			}
-			// Per value: a union bound over the vector is not needed, the
-			// interval is per published value.
-			h := m.HalfWidth(cal.Scale, vb)
-			if math.IsNaN(h) || math.IsInf(h, 0) {
-				return nil, fmt.Errorf("operator: %s (%s): no finite confidence interval at level %g", a, m.Name(), 1-vb)
-			}
-			ap.noises = append(ap.noises, vectorNoise{series: v.series, mech: m, cal: cal, sens: v.s,
-				ints: isInteger(m), half: h, beta: vb, perCoord: how})
-		}
-		p.aggs = append(p.aggs, ap)
-	}
-	var notes []string
-	notes = append(notes, note)
-	notes = append(notes, fmt.Sprintf("basic composition: window budget (ε=%g, δ=%g) split evenly over %d parts (ε=%g, δ=%g each)", eps, delta, parts, ea, da))
-	for _, ap := range p.aggs {
-		for _, n := range ap.noises {
-			notes = append(notes, fmt.Sprintf("%s.%s: %s, scale %g", ap.name, n.series, n.perCoord, n.cal.Scale))
-		}
-	}
-	if needSel {
-		if !(da > 0) {
-			return nil, fmt.Errorf("%w: group_by without privacy.public_groups needs δ > 0 for private group selection (or list the public groups)", ErrConfig)
-		}
-		us := sens.Units
-		lap, err := privacy.Laplace{}.Calibrate(ea, 0, us.L1)
-		if err != nil {
-			return nil, fmt.Errorf("operator: group selection: %w", err)
-		}
-		// A unit present in only one of two neighbouring streams can create
-		// at most L0 groups, each with one unit; each is released with
-		// probability P(1 + Lap(b) ≥ τ) = ½·exp(−(τ−1)/b). Summing to δ_sel:
-		// τ = 1 + b·ln(L0/(2δ_sel)), at least 1. The noisy unit counts of
-		// groups present in both are ε_sel-DP (L1 sensitivity).
-		tau := 1 + lap.Scale*math.Log(us.L0/(2*da))
-		tau = math.Max(1, math.Nextafter(tau, math.Inf(1)))
-		p.sel = &selection{scale: lap.Scale, threshold: tau}
-		notes = append(notes, fmt.Sprintf("groups selected privately: units + Laplace(%g) ≥ %g (ε=%g, δ=%g)", lap.Scale, tau, ea, da))
-	}
-	p.note = strings.Join(notes, "; ")
-	return p, nil
-}
-
 // releaseID names a window's release: the release namespace and the window
 // start in RFC 3339 (UTC, milliseconds), e.g.
 // "dpstream-meters/2024-05-01T12:00:00.000Z".
@@ -303,7 +87,10 @@ func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, inst
 	for _, g := range groups {
 		if p.sel != nil {
 			s := privacy.NewStream(key, noiseID(schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
-			noisy := float64(g.Units) + privacy.Laplace{}.Sample(s, p.sel.scale)
+			noisy, err := p.sel.noise.add(s, float64(g.Units))
+			if err != nil {
+				return nil, 0, 0, fmt.Errorf("operator: group selection: %w", err)
+			}
 			if !(noisy >= p.sel.threshold) {
 				withheld++
 				continue
@@ -324,15 +111,16 @@ func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, inst
 			r := schema.Release{
 				ReleaseID: id, WindowStart: w.Start, WindowEnd: w.End,
 				Aggregate: ap.name, Kind: ap.kind,
-				Budget: schema.Budget{Epsilon: p.eps, Delta: p.delta},
-				Spent:  spent, Horizon: hz,
+				Budget: p.window, Spent: spent, Horizon: hz,
 				Unit: p.unit, Bounds: p.bounds, Instance: instance, Note: p.note,
 			}
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}
 			s := privacy.NewStream(key, noiseID(k))
-			r.Series = p.series(ap, g, s)
+			if r.Series, err = p.series(ap, g, s); err != nil {
+				return nil, 0, 0, fmt.Errorf("operator: %s: %w", ap.name, err)
+			}
 			b, err := schema.EncodeRelease(&r)
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: encoding release %s: %w", ap.name, err)
@@ -393,57 +181,66 @@ func mustValues(group string) []string {
 
 // series draws the noise of one aggregate of one group from s, in the
 // order of the schema's series.
-func (p *plan) series(ap aggPlan, g *windows.Group, s *privacy.Stream) []schema.Series {
-	var out []schema.Series
+func (p *plan) series(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema.Series, error) {
 	switch ap.kind {
 	case schema.KindHistogram:
-		n := ap.noises[0]
 		vals := make([]float64, len(p.labels))
 		for i := range vals {
 			if i < len(g.Histogram) {
 				vals[i] = float64(g.Histogram[i])
 			}
 		}
-		out = append(out, p.noised(n, vals, s, p.labels))
+		sr, err := p.noised(&ap.noises[0], vals, s, p.labels)
+		return []schema.Series{sr}, err
 	case schema.KindCount:
-		out = append(out, p.noised(ap.noises[0], []float64{float64(g.Count)}, s, nil))
+		sr, err := p.noised(&ap.noises[0], []float64{float64(g.Count)}, s, nil)
+		return []schema.Series{sr}, err
 	case schema.KindSum:
-		out = append(out, p.noised(ap.noises[0], []float64{g.Sum}, s, nil))
+		sr, err := p.noised(&ap.noises[0], []float64{g.Sum}, s, nil)
+		return []schema.Series{sr}, err
 	case schema.KindMean:
-		sum := p.noised(ap.noises[0], []float64{g.CentredSum}, s, nil)
-		cnt := p.noised(ap.noises[1], []float64{float64(g.Values)}, s, nil)
-		out = append(out, sum, cnt, p.mean(sum, cnt))
+		sum, err := p.noised(&ap.noises[0], []float64{g.CentredSum}, s, nil)
+		if err != nil {
+			return nil, err
+		}
+		cnt, err := p.noised(&ap.noises[1], []float64{float64(g.Values)}, s, nil)
+		if err != nil {
+			return nil, err
+		}
+		return []schema.Series{sum, cnt, p.mean(sum, cnt)}, nil
 	}
-	return out
+	return nil, fmt.Errorf("operator: unknown aggregate kind %q", ap.kind)
 }
 
-// noised adds noise to vals and attaches the per-value intervals.
-func (p *plan) noised(n vectorNoise, vals []float64, s *privacy.Stream, labels []string) schema.Series {
+// noised adds noise to vals and attaches the per-value intervals. Integer
+// vectors are released as integers (Ints), real vectors as multiples of
+// the grid step (Floats); the series names the mechanism that ran.
+func (p *plan) noised(n *vectorNoise, vals []float64, s *privacy.Stream, labels []string) (schema.Series, error) {
 	sr := schema.Series{
-		Name: n.series, Mechanism: n.cal.Mechanism, Scale: n.cal.Scale, Level: 1 - n.beta,
+		Name: n.series, Mechanism: n.mech.Name(), Scale: n.scale, Level: 1 - n.beta,
 		Sensitivity: schema.Sensitivity{L0: int64(math.Ceil(n.sens.L0)), L1: n.sens.L1, L2: n.sens.L2, LInf: n.sens.Linf},
 		Labels:      labels,
 	}
-	if sr.Mechanism == "" {
-		sr.Mechanism = n.mech.Name()
+	integer := n.kind != realSnapped
+	if integer {
+		sr.Ints = make([]int64, 0, len(vals))
+	} else {
+		sr.Floats = make([]float64, 0, len(vals))
 	}
 	for _, v := range vals {
-		z := n.mech.Sample(s, n.cal.Scale)
-		if n.ints {
-			x := int64(v) + int64(z)
-			sr.Ints = append(sr.Ints, x)
-			// Integer noise: the interval is integer too (half rounded up).
-			h := math.Ceil(n.half)
-			sr.Lo = append(sr.Lo, float64(x)-h)
-			sr.Hi = append(sr.Hi, float64(x)+h)
-			continue
+		x, err := n.add(s, v)
+		if err != nil {
+			return schema.Series{}, err
 		}
-		x := v + z
-		sr.Floats = append(sr.Floats, x)
+		if integer {
+			sr.Ints = append(sr.Ints, int64(x))
+		} else {
+			sr.Floats = append(sr.Floats, x)
+		}
 		sr.Lo = append(sr.Lo, x-n.half)
 		sr.Hi = append(sr.Hi, x+n.half)
 	}
-	return sr
+	return sr, nil
 }
 
 // mean derives the mean from the noisy centred sum and count (post-
@@ -471,17 +268,17 @@ func (p *plan) mean(sum, cnt schema.Series) schema.Series {
 }
 
 // spent returns the budget spent in the horizon through the window starting
-// at start, and the horizon (zero without a horizon budget).
+// at start (the ledger's guarantee for the windows of the horizon so far,
+// this one included, counting every window slot whether or not it had
+// events), and the horizon (zero without a horizon budget).
 func (p *plan) spent(start int64) (schema.Budget, schema.Horizon) {
-	b := schema.Budget{Epsilon: p.eps, Delta: p.delta}
 	if p.horizon == 0 {
-		return b, schema.Horizon{}
+		return p.window, schema.Horizon{}
 	}
 	h := p.horizon.Milliseconds()
 	hs := p.offset + floorDiv(start-p.offset, h)*h
 	k := (start-hs)/p.size + 1 // windows of this horizon so far, this one included
-	return schema.Budget{Epsilon: float64(k) * p.eps, Delta: float64(k) * p.delta},
-		schema.Horizon{Start: hs, End: hs + h, Budget: p.horizonB}
+	return p.ledger.spent(int(k)), schema.Horizon{Start: hs, End: hs + h, Budget: p.horizonB}
 }
 
 func floorDiv(a, b int64) int64 {

@@ -211,13 +211,22 @@ func checkReleases(t *testing.T, s testStream, c Config, rels map[string]schema.
 			r.Bounds.Upper != testUpper || len(r.Group) != 1 || r.Group[0].Name != "region" {
 			t.Errorf("release %q: inconsistent metadata %+v", k, r)
 		}
-		if !containsAll(r.Note, "basic composition", "split evenly over 4 parts") {
-			t.Errorf("release %q: accounting note %q does not describe the split", k, r.Note)
+		if !containsAll(r.Note, "one calibration of all 5 noised parts", "accounting tightest", "histogram.counts: discrete-laplace") {
+			t.Errorf("release %q: accounting note %q does not describe the calibration", k, r.Note)
 		}
 		tr := s.truth[r.WindowStart][r.Group[0].Value]
 		for _, sr := range r.Series {
-			if sr.Mechanism != "laplace" && sr.Mechanism != schema.DerivedMechanism {
-				t.Errorf("release %q series %s: mechanism %q", k, sr.Name, sr.Mechanism)
+			// laplace runs as discrete-laplace on counts, as snapped
+			// (rounded) Laplace on sums.
+			want := "discrete-laplace"
+			switch {
+			case sr.Mechanism == schema.DerivedMechanism && sr.Name == schema.SeriesMean:
+				continue
+			case sr.Name == schema.SeriesSum:
+				want = "laplace"
+			}
+			if sr.Mechanism != want {
+				t.Errorf("release %q series %s: mechanism %q, want %q", k, sr.Name, sr.Mechanism, want)
 			}
 		}
 		switch r.Kind {

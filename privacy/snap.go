@@ -351,7 +351,12 @@ func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float6
 			return 0, fmt.Errorf("%w: noise scale is %v grid steps, outside [2^-30, 2^40]", ErrInvalidParameter, scale)
 		}
 	}
-	return snapAdd(kind, m, s, scale, step, lower, upper, maxSnapUnits, value)
+	// The noise is clamped only beyond maxLattice + maxSnapUnits grid units:
+	// there every |n| ≤ maxSnapUnits gives the same clamped output ±maxLattice,
+	// so the clamp is a post-processing of n + k and costs no δ. (A clamp at
+	// maxSnapUnits would not be: the output n − kmax would be impossible for
+	// a neighbouring n' > n, a δ of P(noise < −kmax) per value.)
+	return snapAdd(kind, m, s, scale, step, lower, upper, maxLattice+maxSnapUnits, value)
 }
 
 // snapAdd is the release step shared by Snapped and SnapRelease: n =

@@ -2,11 +2,9 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -18,13 +16,9 @@ import (
 func init() { commands = append(commands, newCompareCmd) }
 
 // compareMechanisms are the candidates of `compare`: every named mechanism,
-// Subbotin on a grid of R, and SαS at one α (its pure-ε solver is the
-// slowest step; more α values belong in `calibrate --mechanism all`).
-var compareMechanisms = []string{
-	"laplace", "logistic", "gaussian",
-	"subbotin:1.25", "subbotin:1.5", "subbotin:3", "subbotin:4", "subbotin:6", "subbotin:8",
-	"cauchy", "sas:1.5", "discrete-laplace", "discrete-gaussian",
-}
+// Subbotin on a grid of R, and SαS at one α (privacy.CompareCandidates; more
+// α values belong in `calibrate --mechanism all`).
+var compareMechanisms = privacy.CompareCandidates
 
 // compareRow is one mechanism in the output of compare; nulls in JSON for
 // infinite or unavailable values.
@@ -128,67 +122,34 @@ basic_scale, advanced_scale; null where infinite or unavailable).`,
 	return cmd
 }
 
-// compare calibrates every candidate and picks the winner.
+// compare calibrates every candidate and picks the winner (privacy.Compare,
+// which the operator's `mechanism: auto` uses too).
 func compare(total privacy.Budget, l0 int, linf float64, windows int, errMeasure string) (compareResult, error) {
 	res := compareResult{
 		Epsilon: total.Epsilon, Delta: total.Delta, L0: l0, Linf: linf, Windows: windows,
 		Compositions: l0 * windows, Error: errMeasure,
 		Mechanisms: []compareRow{}, Infeasible: []string{},
 	}
-	for _, name := range compareMechanisms {
-		m, err := privacy.Parse(name)
-		if err != nil {
-			return res, fmt.Errorf("compare: %w", err) // a bad entry in compareMechanisms
-		}
-		l := linf
-		if name == "discrete-laplace" || name == "discrete-gaussian" {
-			if l != math.Trunc(l) {
-				res.Infeasible = append(res.Infeasible, name)
-				continue // integer noise needs an integer L∞
-			}
-		}
-		p, err := privacy.CalibrateHorizon(m, total, windows, l0, l)
-		if err != nil {
-			if errors.Is(err, privacy.ErrInfeasible) || errors.Is(err, privacy.ErrUnsupported) {
-				res.Infeasible = append(res.Infeasible, name)
-				continue
-			}
-			return res, err
-		}
+	c, err := privacy.Compare(total, windows, l0, linf, privacy.CompareOptions{
+		Candidates: compareMechanisms, Measure: privacy.ErrorMeasure(errMeasure), Theorems: true,
+	})
+	if err != nil {
+		return res, fmt.Errorf("compare: %w", err)
+	}
+	for _, o := range c.Options {
 		row := compareRow{
-			Mechanism: name, Scale: p.Scale, Accounting: string(p.Accounting),
-			variance: m.Variance(p.Scale), meanAbs: m.MeanAbsError(p.Scale),
+			Mechanism: o.Mechanism.Name(), Scale: o.Plan.Scale, Accounting: string(o.Plan.Accounting),
+			variance: o.Variance, meanAbs: o.MeanAbsError,
 		}
 		row.Variance = cmpFinite(row.variance)
 		row.StdDev = cmpFinite(math.Sqrt(row.variance))
 		row.MeanAbsError = cmpFinite(row.meanAbs)
-		if b, err := privacy.CalibrateWith(privacy.AccountBasic, m, total, windows, l0, l); err == nil {
-			row.BasicScale = cmpFinite(b.Scale)
-		}
-		if a, err := privacy.CalibrateWith(privacy.AccountAdvanced, m, total, windows, l0, l); err == nil {
-			row.AdvancedScale = cmpFinite(a.Scale)
-		}
+		row.BasicScale = cmpFinite(o.BasicScale)
+		row.AdvancedScale = cmpFinite(o.AdvancedScale)
 		res.Mechanisms = append(res.Mechanisms, row)
 	}
-	key := func(r compareRow) float64 {
-		if errMeasure == "mae" {
-			return r.meanAbs
-		}
-		return r.variance
-	}
-	slices.SortStableFunc(res.Mechanisms, func(a, b compareRow) int {
-		ka, kb := key(a), key(b)
-		switch {
-		case ka < kb:
-			return -1
-		case ka > kb:
-			return 1
-		}
-		return 0
-	})
-	if len(res.Mechanisms) > 0 && !math.IsInf(key(res.Mechanisms[0]), 1) {
-		res.Winner = res.Mechanisms[0].Mechanism
-	}
+	res.Infeasible = append(res.Infeasible, c.Infeasible...)
+	res.Winner = c.Winner
 	return res, nil
 }
 
