@@ -49,8 +49,11 @@ import (
 //     at most 2⁻⁴⁰ per draw. Then a grid cell's probability changes by a
 //     factor within 1 ± κ, κ = 2η/Λ·e^{L(Λ+2η)/scale} for inner cells (L
 //     bounds |(log f)'| on the range) and η·hazard(M) for the end cells when
-//     the noise is clamped at ±M. NewSnapped clamps at the 1 − 2⁻¹⁶
-//     half-width M with Λ ≥ M·2⁻²⁴, checks κ ≤ 2⁻¹⁶, and reserves
+//     the output is clamped M beyond the bounds. NewSnapped clamps the
+//     output (never the noise alone: that would leak a δ of the clamp's tail
+//     probability) at the 1 − 2⁻¹⁶ half-width M beyond [lower, upper], with
+//     Λ ≥ (M + upper − lower)·2⁻²⁴, checks κ ≤ 2⁻¹⁶ for all noise up to that
+//     reach, and reserves
 //     FloatEpsilon = log((1+κ)/(1−κ)) ≈ 3.05e-5 of ε and FloatDelta = 2⁻⁴⁰ of
 //     δ (rejection samplers) for it. This is a documented argument under the
 //     stated assumptions about the sampler and the math library, not a
@@ -237,7 +240,12 @@ func (p Snapped) float(m Mechanism, epsilon, delta, sensitivity float64) (Snappe
 		if !(margin > 0) || math.IsInf(margin, 0) {
 			return Snapped{}, fmt.Errorf("%w: snapped %s: no finite noise margin", ErrInfeasible, m.Name())
 		}
-		if need := pow2Ceil(math.Ldexp(margin, -snapMarginBits)); need > p.Step {
+		// The output, not the noise, is clamped to [Lower − M, Upper + M]
+		// (post-processing, no δ): noise up to reach = M + (Upper − Lower)
+		// can still decide an output cell, so the residual analysis and the
+		// grid cover that whole reach.
+		reach := margin + (p.Upper - p.Lower)
+		if need := pow2Ceil(math.Ldexp(reach, -snapMarginBits)); need > p.Step {
 			if i >= 8 {
 				return Snapped{}, fmt.Errorf("%w: snapped %s: grid did not settle", ErrInfeasible, m.Name())
 			}
@@ -249,7 +257,7 @@ func (p Snapped) float(m Mechanism, epsilon, delta, sensitivity float64) (Snappe
 		if err := checkSnapRange(p.Lower, p.Upper, p.Step, p.Margin); err != nil {
 			return Snapped{}, err
 		}
-		if k := snapKappaOf(m, cal.Scale, p.Step, p.Margin); !(k <= snapKappa) {
+		if k := snapKappaOf(m, cal.Scale, p.Step, p.Margin, p.Margin+(p.Upper-p.Lower)); !(k <= snapKappa) {
 			return Snapped{}, fmt.Errorf("%w: snapped %s: the grid cannot bound the floating-point residual (κ = %.3g)", ErrInfeasible, m.Name(), k)
 		}
 		p.kind, p.mech, p.scale = snapFloat, m, cal.Scale
@@ -260,13 +268,14 @@ func (p Snapped) float(m Mechanism, epsilon, delta, sensitivity float64) (Snappe
 }
 
 // snapKappaOf returns κ, the bound on the relative change of any cell's
-// probability: the larger of the inner-cell bound 2η/Λ·e^{L(Λ+2η)/s} and
-// the end-cell bound η·hazard(M), with η = 2⁻⁴⁴·(M + Λ + s) and
-// hazard(M) ≤ (L + s/M)/s (a Mills-ratio bound, S(x) ≥ f(x)/(L + 1/x) in
-// standard units, for the densities here).
-func snapKappaOf(m Mechanism, s, step, margin float64) float64 {
-	eta := snapSamplerError * (margin + step + s)
-	l := logDensitySlope(m, (margin+step)/s)
+// probability for noise up to reach (≥ margin M) away from the value: the
+// larger of the inner-cell bound 2η/Λ·e^{L(Λ+2η)/s} and the end-cell bound
+// η·hazard, with η = 2⁻⁴⁴·(reach + Λ + s), L the log-density slope bound up
+// to reach, and hazard(x) ≤ (L + s/x)/s for x ≥ M (a Mills-ratio bound,
+// S(x) ≥ f(x)/(L + 1/x) in standard units, for the densities here).
+func snapKappaOf(m Mechanism, s, step, margin, reach float64) float64 {
+	eta := snapSamplerError * (reach + step + s)
+	l := logDensitySlope(m, (reach+step)/s)
 	inner := 2 * eta / step * math.Exp(l*(step+2*eta)/s)
 	end := eta * (l + s/margin) / s
 	return math.Max(inner, end)
@@ -323,7 +332,16 @@ func (p Snapped) Release(s *Stream, value float64) (float64, error) {
 	if p.kind == 0 {
 		return 0, fmt.Errorf("%w: Snapped not initialised (use NewSnapped)", ErrInvalidParameter)
 	}
-	return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, p.k, value)
+	if p.kind != snapFloat {
+		return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, maxLattice+maxSnapUnits, -maxLattice, maxLattice, value)
+	}
+	// Float path: clamp the output (in grid units) to [nL − k, nU + k]. The
+	// noise clamp at k + (nU − nL) is implied by it for every n in [nL, nU],
+	// so both are post-processing of n + noise and cost no δ. (Clamping the
+	// noise itself at ±k would: the output n − k would then be impossible
+	// for a neighbouring n' > n, a δ of P(noise < −k) ≈ 2⁻¹⁷ per release.)
+	nl, nu := math.Round(p.Lower/p.Step), math.Round(p.Upper/p.Step)
+	return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, p.k+(nu-nl), int64(nl-p.k), int64(nu+p.k), value)
 }
 
 // SnapRelease releases value with noise of mechanism m at a scale calibrated
@@ -356,13 +374,14 @@ func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float6
 	// so the clamp is a post-processing of n + k and costs no δ. (A clamp at
 	// maxSnapUnits would not be: the output n − kmax would be impossible for
 	// a neighbouring n' > n, a δ of P(noise < −kmax) per value.)
-	return snapAdd(kind, m, s, scale, step, lower, upper, maxLattice+maxSnapUnits, value)
+	return snapAdd(kind, m, s, scale, step, lower, upper, maxLattice+maxSnapUnits, -maxLattice, maxLattice, value)
 }
 
 // snapAdd is the release step shared by Snapped and SnapRelease: n =
 // round(clamp(value)/step), k the grid noise (clamped to ±kmax grid units on
-// the float path), output (n + k)·step.
-func snapAdd(kind snapKind, m Mechanism, s *Stream, scale, step, lower, upper, kmax, value float64) (float64, error) {
+// the float path, which the callers choose so that this is implied by the
+// output clamp), output clamp(n + k, outLo, outHi)·step.
+func snapAdd(kind snapKind, m Mechanism, s *Stream, scale, step, lower, upper, kmax float64, outLo, outHi int64, value float64) (float64, error) {
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
@@ -387,7 +406,7 @@ func snapAdd(kind snapKind, m Mechanism, s *Stream, scale, step, lower, upper, k
 		// Round the noise to the grid and clamp it: both data independent.
 		k = int64(math.Max(-kmax, math.Min(kmax, math.Round(z/step))))
 	}
-	out := max(-maxLattice, min(maxLattice, n+k)) // post-processing; exact float64 integers
+	out := max(outLo, min(outHi, n+k)) // post-processing; exact float64 integers
 	return float64(out) * step, nil
 }
 

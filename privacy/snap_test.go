@@ -293,3 +293,41 @@ func TestSnapRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestSnappedOutputClampIsPostProcessing: on the float path the clamp must act
+// on the output, not on the noise alone. With the noise clamped at ±M, the
+// release of the upper bound could never reach Lower − M, while the release
+// of the lower bound reaches it with probability ≈ 2⁻¹⁷: a δ leak. Here the
+// release of Upper must reach Lower − M (and that of Lower reach Upper + M).
+// Cauchy's tail beyond M + (Upper − Lower) has probability p ≈ 2⁻¹⁷ per side,
+// so n = 4·10⁶ draws expect about 30 hits; P(no hit) ≈ e⁻³⁰ < 1e-13 is the
+// false-failure rate.
+func TestSnappedOutputClampIsPostProcessing(t *testing.T) {
+	p, err := NewSnapped(Cauchy{}, 1, 0, 1, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := p.Lower-p.Margin, p.Upper+p.Margin
+	const n = 4_000_000
+	for _, c := range []struct {
+		value, target float64
+	}{{p.Upper, lo}, {p.Lower, hi}} {
+		s := NewStream(testKey, "snap-clamp")
+		hits := 0
+		for i := 0; i < n; i++ {
+			out, err := p.Release(s, c.value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out < lo || out > hi {
+				t.Fatalf("release %v outside [%v, %v]", out, lo, hi)
+			}
+			if out == c.target {
+				hits++
+			}
+		}
+		if hits == 0 {
+			t.Errorf("release of %v never reached the output clamp %v in %d draws: the noise, not the output, is clamped", c.value, c.target, n)
+		}
+	}
+}
