@@ -55,9 +55,10 @@ func newCompareCmd() *cobra.Command {
 		l0, windows          int
 		errMeasure           string
 		asJSON               bool
+		plotPath             string
 	)
 	cmd := &cobra.Command{
-		Use:   "compare --epsilon E --delta D [--l0 K] [--linf C] [--windows N] [--error variance|mae] [--json]",
+		Use:   "compare --epsilon E --delta D [--l0 K] [--linf C] [--windows N] [--error variance|mae] [--json] [--plot out.png]",
 		Short: "Compare mechanisms for a vector release over a horizon under valid accounting",
 		Long: `Compare calibrates every mechanism for a release in which one privacy unit
 changes at most K coordinates (--l0) by at most C each (--linf), published N
@@ -76,9 +77,18 @@ coordinate a unit moves is composed.
 
 --json prints one object with the budget, the winner and a "mechanisms"
 array (keys mechanism, scale, accounting, variance, stddev, mean_abs_error,
-basic_scale, advanced_scale; null where infinite or unavailable).`,
+basic_scale, advanced_scale; null where infinite or unavailable).
+
+--plot out.png also writes a PNG (960×720) of the expected error of one
+coordinate — the standard deviation, or the mean absolute error with
+--error mae — versus L0 ∈ {1, 2, 4, 8, 16, 32, 64} on log-log axes, one
+line per mechanism, under the same accounting as the table (--l0 is the
+table's; the plot varies it). It calibrates every mechanism at seven L0
+values: about 3 s with --windows 1 and 4–5 s with --windows 1440 on a
+2-core machine (the pure-ε SαS solver dominates); more for larger --windows. The printed output is the same with or without --plot.`,
 		Example: `  dpstream compare --epsilon 1 --delta 1e-6 --l0 16 --windows 1440
-  dpstream compare --epsilon 0.5 --delta 1e-9 --l0 4 --json`,
+  dpstream compare --epsilon 0.5 --delta 1e-9 --l0 4 --json
+  dpstream compare --epsilon 1 --delta 1e-6 --windows 1440 --plot compare.png`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch errMeasure {
@@ -100,6 +110,11 @@ basic_scale, advanced_scale; null where infinite or unavailable).`,
 			if err != nil {
 				return err
 			}
+			if plotPath != "" {
+				if err := writeComparePlot(plotPath, total, linf, windows, errMeasure); err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -116,6 +131,7 @@ basic_scale, advanced_scale; null where infinite or unavailable).`,
 	f.IntVar(&windows, "windows", 1, "releases in the horizon (horizon / window)")
 	f.StringVar(&errMeasure, "error", "variance", "error measure the winner minimises: variance or mae")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
+	f.StringVar(&plotPath, "plot", "", "also write a PNG of error versus L0 per mechanism to this file")
 	for _, name := range []string{"epsilon", "delta"} {
 		_ = cmd.MarkFlagRequired(name) // the names exist: cannot fail
 	}

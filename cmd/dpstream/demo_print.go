@@ -59,6 +59,59 @@ func printDemoHeader(w io.Writer, o demoOptions, res *demoResult, note, keyNote 
 	fmt.Fprintf(w, "\n  %s\n  The mean is derived from the noised sum and count (no noise of its own).\n\n", demoTruthNotice)
 }
 
+// noteAccounting returns the accountant a release's note names ("pld",
+// "tightest (certified by pld)", ...), or "as recorded in the release" when
+// the note names none. The operator writes ", accounting NAME" and, when
+// another accountant certified the calibration, " (certified by NAME)".
+func noteAccounting(note string) string {
+	const key = "accounting "
+	i := strings.Index(note, key)
+	if i < 0 {
+		return "as recorded in the release"
+	}
+	rest := note[i+len(key):]
+	if j := strings.IndexAny(rest, ";,"); j >= 0 {
+		rest = rest[:j]
+	}
+	if rest = strings.TrimSpace(rest); rest == "" {
+		return "as recorded in the release"
+	}
+	return "accounting " + rest
+}
+
+// releaseLedger describes the budget of one window as its release records
+// it: the window's budget and, with a horizon, the budget spent in the
+// horizon so far (this window included) out of the horizon's total.
+func releaseLedger(r *schema.Release) string {
+	b, s, h := r.Budget, r.Spent, r.Horizon
+	if h == (schema.Horizon{}) {
+		return fmt.Sprintf("budget ε=%g, δ=%g per window (no horizon; the release records spent ε=%g, δ=%g; %s)",
+			b.Epsilon, b.Delta, s.Epsilon, s.Delta, noteAccounting(r.Note))
+	}
+	return fmt.Sprintf("budget ε=%g, δ=%g per window; spent so far in the horizon %s to %s UTC: ε=%g, δ=%g of ε=%g, δ=%g (%s)",
+		b.Epsilon, b.Delta, utc(h.Start).Format("2006-01-02 15:04"), utc(h.End).Format("2006-01-02 15:04"),
+		s.Epsilon, s.Delta, h.Budget.Epsilon, h.Budget.Delta, noteAccounting(r.Note))
+}
+
+// summaryLedger is the budget line of the summary, from the last release
+// read back. With a horizon it prints that release's ledger. Without one
+// each release records only its own window's spend, and the demo adds the
+// windows up by basic composition (an upper bound; it says so).
+func summaryLedger(r *schema.Release, windows int) string {
+	if r == nil {
+		return "no releases read back"
+	}
+	if r.Horizon != (schema.Horizon{}) {
+		h := r.Horizon
+		return fmt.Sprintf("spent ε=%g, δ=%g of ε=%g, δ=%g in the horizon %s to %s UTC, as recorded in the last release (%s)",
+			r.Spent.Epsilon, r.Spent.Delta, h.Budget.Epsilon, h.Budget.Delta,
+			utc(h.Start).Format("2006-01-02 15:04"), utc(h.End).Format("2006-01-02 15:04"), noteAccounting(r.Note))
+	}
+	n := float64(windows)
+	return fmt.Sprintf("spent ε=%.6g, δ=%.6g over %s (each release records ε=%g, δ=%g for its window, %s, no horizon; summed across windows by basic composition)",
+		n*r.Spent.Epsilon, n*r.Spent.Delta, plural(windows, "window"), r.Spent.Epsilon, r.Spent.Delta, noteAccounting(r.Note))
+}
+
 // plural returns "1 window", "2 windows".
 func plural(n int, noun string) string {
 	if n == 1 {
@@ -84,16 +137,15 @@ func fmtTrue(x float64) string {
 }
 
 func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Config) {
-	id := ""
-	var budget schema.Budget
+	id, ledger := "", "no releases"
 	if len(win.Releases) > 0 {
-		id, budget = win.Releases[0].ReleaseID, win.Releases[0].Budget
+		r := &win.Releases[0]
+		id, ledger = r.ReleaseID, releaseLedger(r)
 	}
 	fmt.Fprintf(w, "window %d of %d: %s to %s UTC, release %s\n", n, total,
 		utc(win.Start).Format("2006-01-02 15:04"), utc(win.End).Format("15:04"), id)
-	fmt.Fprintf(w, "  %d releases, published %v after the window closed; budget ε=%g, δ=%g (spent so far: ε=%g, δ=%g by basic composition over windows)\n\n",
-		len(win.Releases), win.Latency.Round(10*time.Microsecond), budget.Epsilon, budget.Delta,
-		float64(n)*budget.Epsilon, float64(n)*budget.Delta)
+	fmt.Fprintf(w, "  %d releases, published %v after the window closed; %s\n\n",
+		len(win.Releases), win.Latency.Round(10*time.Microsecond), ledger)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	level := 0.0
 	if len(win.Releases) > 0 {
@@ -140,16 +192,15 @@ func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Co
 
 func printDemoSummary(w io.Writer, o demoOptions, res *demoResult) {
 	releases := 0
-	var budget schema.Budget
+	var last *schema.Release // the last release read back: its ledger is the newest
 	var maxLat time.Duration
 	for _, win := range res.Windows {
 		releases += len(win.Releases)
 		if len(win.Releases) > 0 {
-			budget = win.Releases[0].Budget
+			last = &win.Releases[len(win.Releases)-1]
 		}
 		maxLat = max(maxLat, win.Latency)
 	}
-	n := float64(len(res.Windows))
 	fmt.Fprintf(w, "summary\n")
 	fmt.Fprintf(w, "  output      %s, %d releases read back from %s and decoded with schema.DecodeRelease\n",
 		plural(len(res.Windows), "window"), releases, res.OutputTopic)
@@ -159,8 +210,7 @@ func printDemoSummary(w io.Writer, o demoOptions, res *demoResult) {
 	}
 	fmt.Fprintf(w, "  coverage    the true value lies in its interval for %d of %d values (%.1f%%; each interval is at least %g%%)\n",
 		res.Covered, res.Checked, pct, 100*operator.Default().Privacy.Confidence)
-	fmt.Fprintf(w, "  budget      spent ε=%g, δ=%g over %s (basic composition across windows)\n",
-		n*budget.Epsilon, n*budget.Delta, plural(len(res.Windows), "window"))
+	fmt.Fprintf(w, "  budget      %s\n", summaryLedger(last, len(res.Windows)))
 	var reasons []string
 	for _, k := range slices.Sorted(maps.Keys(res.Skipped)) {
 		reasons = append(reasons, fmt.Sprintf("%s=%g", k, res.Skipped[k]))

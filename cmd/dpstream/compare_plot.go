@@ -1,0 +1,204 @@
+package main
+
+// compare_plot.go draws `dpstream compare --plot out.png`: the expected
+// error of one coordinate versus L0, one line per mechanism, on log-log
+// axes, under the same accounting as the table (privacy.Compare).
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpstream/dpstream/privacy"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	_ "gonum.org/v1/plot/vg/vgimg" // registers the png format
+)
+
+// ErrPlot is wrapped by every error of `compare --plot`.
+var ErrPlot = errors.New("compare: plot")
+
+// plotL0 are the L0 values the plot shows: powers of two from one
+// coordinate to 64, the range of histogram widths users configure.
+var plotL0 = []int{1, 2, 4, 8, 16, 32, 64}
+
+// The plot's size. PNGs are drawn at vgimg.DefaultDPI (96 dots per inch),
+// so the image is plotWidth·96 × plotHeight·96 = 960 × 720 pixels.
+const (
+	plotWidth  = 10 * vg.Inch
+	plotHeight = 7.5 * vg.Inch
+)
+
+// plotSeries is one mechanism's line: its error at each L0 where it is
+// feasible and finite.
+type plotSeries struct {
+	name string
+	pts  plotter.XYs
+}
+
+// compareSeries calibrates every candidate at each L0 of plotL0 (one
+// privacy.Compare per L0; the composition theorems are skipped) and returns
+// one series per candidate, in candidate order, plus the candidates that
+// have no finite error at any L0. The error is the noise's standard
+// deviation (measure "variance") or mean absolute error ("mae").
+func compareSeries(total privacy.Budget, linf float64, windows int, measure string) ([]plotSeries, []string, error) {
+	byName := map[string]*plotSeries{}
+	for _, l0 := range plotL0 {
+		c, err := privacy.Compare(total, windows, l0, linf, privacy.CompareOptions{
+			Candidates: compareMechanisms, Measure: privacy.ErrorMeasure(measure),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: L0 %d: %w", ErrPlot, l0, err)
+		}
+		for _, o := range c.Options {
+			name := o.Mechanism.Name()
+			e := o.MeanAbsError
+			if measure != string(privacy.ByMAE) {
+				e = math.Sqrt(o.Variance)
+			}
+			s, ok := byName[name]
+			if !ok {
+				s = &plotSeries{name: name}
+				byName[name] = s
+			}
+			if e > 0 && !math.IsInf(e, 0) && !math.IsNaN(e) { // a log axis needs finite values > 0
+				s.pts = append(s.pts, plotter.XY{X: float64(l0), Y: e})
+			}
+		}
+	}
+	var series []plotSeries
+	var missing []string
+	for _, name := range compareMechanisms {
+		m, err := privacy.Parse(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrPlot, err)
+		}
+		if s, ok := byName[m.Name()]; ok && len(s.pts) > 0 {
+			series = append(series, *s)
+		} else {
+			missing = append(missing, m.Name())
+		}
+	}
+	return series, missing, nil
+}
+
+// writeComparePlot draws the error-versus-L0 plot of one budget as a PNG
+// at path (always PNG, whatever the file's extension).
+func writeComparePlot(path string, total privacy.Budget, linf float64, windows int, measure string) error {
+	series, missing, err := compareSeries(total, linf, windows, measure)
+	if err != nil {
+		return err
+	}
+	if len(series) == 0 {
+		return fmt.Errorf("%w: no mechanism has a finite %s for this budget at any L0", ErrPlot, measure)
+	}
+	p := plot.New()
+	what, ylabel := "standard deviation", "noise standard deviation per coordinate (log)"
+	if measure == string(privacy.ByMAE) {
+		what, ylabel = "mean absolute error", "mean absolute error per coordinate (log)"
+	}
+	title := fmt.Sprintf("dpstream compare: %s of one coordinate versus L0\n"+
+		"total budget ε = %g, δ = %g over %s; L∞ = %g; tightest valid accounting",
+		what, total.Epsilon, total.Delta, plural(windows, "release"), linf)
+	if len(missing) > 0 {
+		title += fmt.Sprintf("\nnot shown (infeasible or infinite %s): %s", what, strings.Join(missing, ", "))
+	}
+	p.Title.Text = title
+	p.X.Label.Text = "L0: coordinates one unit changes per release (log)"
+	p.Y.Label.Text = ylabel
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	var xt plot.ConstantTicks
+	for _, l0 := range plotL0 {
+		xt = append(xt, plot.Tick{Value: float64(l0), Label: strconv.Itoa(l0)})
+	}
+	p.X.Tick.Marker = xt
+	p.Y.Tick.Marker = logTicks125{}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(8)
+	// Best first in the legend: by the error at the largest L0 (the lines
+	// are close to parallel, so this is the ranking at every L0 but ties).
+	slices.SortStableFunc(series, func(a, b plotSeries) int {
+		return cmp.Compare(lastAt(a.pts, plotL0[len(plotL0)-1]), lastAt(b.pts, plotL0[len(plotL0)-1]))
+	})
+	for i := range series {
+		l, pts, err := plotter.NewLinePoints(series[i].pts)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrPlot, err)
+		}
+		c := plotPalette[i%len(plotPalette)]
+		l.Color, l.Width, l.Dashes = c, vg.Points(1.5), plotutil.Dashes(i)
+		pts.Color, pts.Shape = c, plotutil.Shape(i)
+		p.Add(l, pts)
+		p.Legend.Add(series[i].name, l, pts)
+	}
+	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrPlot, err)
+	}
+	var buf bytes.Buffer
+	if _, err := wt.WriteTo(&buf); err != nil {
+		return fmt.Errorf("%w: drawing: %w", ErrPlot, err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("%w: %w", ErrPlot, err)
+	}
+	return nil
+}
+
+// plotPalette are 13 distinguishable line colours, one per candidate of
+// privacy.CompareCandidates (Tableau 10 plus three darker tones).
+var plotPalette = []color.Color{
+	color.RGBA{31, 119, 180, 255}, color.RGBA{255, 127, 14, 255}, color.RGBA{44, 160, 44, 255},
+	color.RGBA{214, 39, 40, 255}, color.RGBA{148, 103, 189, 255}, color.RGBA{140, 86, 75, 255},
+	color.RGBA{227, 119, 194, 255}, color.RGBA{127, 127, 127, 255}, color.RGBA{188, 189, 34, 255},
+	color.RGBA{23, 190, 207, 255}, color.RGBA{0, 0, 0, 255}, color.RGBA{0, 0, 128, 255},
+	color.RGBA{128, 64, 0, 255},
+}
+
+// lastAt returns the y of pts at x, +Inf when pts has no point there.
+func lastAt(pts plotter.XYs, x int) float64 {
+	for _, p := range pts {
+		if p.X == float64(x) {
+			return p.Y
+		}
+	}
+	return math.Inf(1)
+}
+
+// logTicks125 marks a log axis at 1, 2 and 5 times each power of ten
+// (labelled) and at the other integer multiples (unlabelled), so that
+// axes spanning less than a decade still carry labels.
+type logTicks125 struct{}
+
+// Ticks returns the ticks between min and max (both > 0; none otherwise).
+func (logTicks125) Ticks(min, max float64) []plot.Tick {
+	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
+		return nil
+	}
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
+		p := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			v := float64(m) * p
+			if v < min*(1-1e-9) || v > max*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 || m == 2 || m == 5 {
+				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	return ticks
+}
