@@ -10,9 +10,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,22 +17,6 @@ import (
 
 	"github.com/dpstream/dpstream/schema"
 )
-
-// testBrokers returns the brokers of DPSTREAM_TEST_BROKERS or skips.
-func testBrokers(t testing.TB) []string {
-	t.Helper()
-	env := os.Getenv("DPSTREAM_TEST_BROKERS")
-	if env == "" {
-		t.Skip("DPSTREAM_TEST_BROKERS is not set: run deploy/kafka/kafka.sh start and export DPSTREAM_TEST_BROKERS=127.0.0.1:9092 (deploy/test.sh does both)")
-	}
-	brokers := strings.Split(env, ",")
-	conn, err := net.DialTimeout("tcp", brokers[0], 3*time.Second)
-	if err != nil {
-		t.Skipf("DPSTREAM_TEST_BROKERS=%s does not accept connections (%v): start it with deploy/kafka/kafka.sh start", env, err)
-	}
-	conn.Close()
-	return brokers
-}
 
 // uniqueName returns prefix plus a random suffix, for topics and groups
 // that no earlier test run used.

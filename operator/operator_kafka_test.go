@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
 )
 
 // runUntil runs an operator until the window starting at lastStart is
@@ -100,7 +102,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64
 // the stated rate and consistent metadata; bad input is counted by reason;
 // /metrics, /healthz and /readyz answer.
 func TestKafkaEndToEnd(t *testing.T) {
-	brokers := testBrokers(t)
+	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in, out := uniqueName("dpstream-e2e-in"), uniqueName("dpstream-e2e-out")
 	createTopic(t, cl, in, 2)
@@ -182,7 +184,7 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // a clean stop, then restarted, publishes exactly the releases of an
 // uninterrupted run: same keys, identical bytes, nothing twice.
 func TestKafkaRestartNoDuplicates(t *testing.T) {
-	brokers := testBrokers(t)
+	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in := uniqueName("dpstream-restart-in")
 	createTopic(t, cl, in, 2)
@@ -259,7 +261,7 @@ func consumed(op *Operator, topic string) float64 {
 //
 //	go test -run '^$' -bench KafkaEndToEnd -benchtime 1x ./operator
 func BenchmarkKafkaEndToEnd(b *testing.B) {
-	brokers := testBrokers(b)
+	brokers := kafkatest.Brokers(b)
 	cl := testClients(b, brokers)
 	in := uniqueName("dpstream-bench-in")
 	createTopic(b, cl, in, 2)

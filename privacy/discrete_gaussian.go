@@ -267,13 +267,7 @@ func (m DiscreteGaussian) HalfWidth(scale, beta float64) float64 {
 	t := newDGTail(scale)
 	tail := func(h float64) float64 { return 2 * t.upper(h+1) }
 	h := math.Max(0, math.Floor(scale*math.Sqrt2*math.Erfcinv(beta)))
-	for h > 0 && tail(h-1) <= beta {
-		h--
-	}
-	for tail(h) > beta {
-		h++
-	}
-	return h
+	return smallestHalfWidth(h, tail, beta)
 }
 
 // Sample implements Mechanism: an exact discrete Gaussian variate (returned

@@ -179,6 +179,14 @@ func (m DiscreteLaplace) HalfWidth(scale, beta float64) float64 {
 	q := math.Exp(-1 / scale)
 	tail := func(h float64) float64 { return 2 * math.Exp(-(h+1)/scale) / (1 + q) }
 	h := math.Max(0, math.Ceil(scale*math.Log(2/(beta*(1+q)))-1))
+	return smallestHalfWidth(h, tail, beta)
+}
+
+// smallestHalfWidth returns the smallest integer h ≥ 0 with tail(h) ≤ beta,
+// starting the search at the estimate h0; tail(h) = P(|noise| > h) must be
+// non-increasing in h.
+func smallestHalfWidth(h0 float64, tail func(float64) float64, beta float64) float64 {
+	h := h0
 	for h > 0 && tail(h-1) <= beta {
 		h--
 	}

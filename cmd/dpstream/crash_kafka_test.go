@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/operator"
+	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -268,7 +269,7 @@ func (c *crashTest) stop(p *proc) {
 // with identical bytes: nothing missing, nothing divergent (a release
 // written twice across a crash is allowed only with identical bytes).
 func TestKafkaCrashRecovery(t *testing.T) {
-	brokers := kafkaTestBrokers(t)
+	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,24 +20,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
-
-// kafkaTestBrokers returns the brokers of DPSTREAM_TEST_BROKERS or skips.
-func kafkaTestBrokers(t testing.TB) []string {
-	t.Helper()
-	env := os.Getenv("DPSTREAM_TEST_BROKERS")
-	if env == "" {
-		t.Skip("DPSTREAM_TEST_BROKERS is not set: run deploy/kafka/kafka.sh start and export DPSTREAM_TEST_BROKERS=127.0.0.1:9092 (deploy/test.sh does both)")
-	}
-	brokers := strings.Split(env, ",")
-	conn, err := net.DialTimeout("tcp", brokers[0], 3*time.Second)
-	if err != nil {
-		t.Skipf("DPSTREAM_TEST_BROKERS=%s does not accept connections (%v): start it with deploy/kafka/kafka.sh start", env, err)
-	}
-	conn.Close()
-	return brokers
-}
 
 // snapshotTopic returns every message of topic up to the end offsets
 // measured at the call, partition by partition.
@@ -133,7 +117,7 @@ type pyRelease struct {
 // the releases, values and intervals that the Go decoder read, bit for bit.
 // Its key escaping matches schema.ReleaseKey on awkward group values.
 func TestKafkaPythonConsumer(t *testing.T) {
-	brokers := kafkaTestBrokers(t)
+	brokers := kafkatest.Brokers(t)
 	py := pythonWithPackages(t)
 	script, err := filepath.Abs("../../examples/python/consume_releases.py")
 	if err != nil {
