@@ -124,7 +124,31 @@ type WindowsConfig struct {
 	// Aggregates are released per window and group: any of "count",
 	// "histogram", "sum", "mean".
 	Aggregates []string `mapstructure:"aggregates"`
+	// MaxOpenWindows caps the windows open at once (0: no cap; default
+	// DefaultMaxOpenWindows). Events that would open one more are dropped
+	// and counted as skipped with reason "too_many_windows". It is a memory
+	// guard against bogus timestamps: which events hit it depends on
+	// arrival order, so in normal operation it must never be reached. It
+	// must be at least ⌈allowed_lateness/size⌉ + 2 (the windows one
+	// partition keeps open).
+	MaxOpenWindows int `mapstructure:"max_open_windows"`
+	// MaxOpenGroups caps the distinct groups per window with event-level
+	// privacy (no schema.unit_field; 0: no cap, the default). Events of
+	// groups beyond it are dropped (reason "group_cap", counted when the
+	// window closes). A memory guard only: a window in which the cap is
+	// reached is NOT covered by the privacy guarantee (which groups survive
+	// depends on which exist), so a cap that is ever reached must be
+	// raised. With units, open groups are bounded by bounds.max_units ×
+	// bounds.max_groups instead.
+	MaxOpenGroups int `mapstructure:"max_open_groups"`
 }
+
+// DefaultMaxOpenWindows is the default windows.max_open_windows: far more
+// than the ⌈allowed_lateness/size⌉ + 1 windows one partition keeps open
+// with the default size and lateness (2), enough for partitions whose event
+// times are up to an hour apart with 1-minute windows (61 windows), and it
+// bounds memory to 64 windows' state whatever the timestamps.
+const DefaultMaxOpenWindows = 64
 
 // BoundsConfig holds the per-unit, per-window contribution bounds.
 type BoundsConfig struct {
@@ -136,6 +160,16 @@ type BoundsConfig struct {
 	MaxPerBucket int `mapstructure:"max_per_bucket"`
 	// MaxValues is the number of values one unit may add per group.
 	MaxValues int `mapstructure:"max_values"`
+	// MaxUnits caps the privacy units tracked per window (0: no cap, the
+	// default). When more units appear, a keyed uniformly random subset of
+	// MaxUnits units is kept and the events of the others are dropped
+	// (reason "unit_cap", counted when the window closes). It bounds memory
+	// against a flood of units, at a privacy cost: keeping one unit can
+	// push out another, so the noise is calibrated for replacing one unit
+	// (windows.Sensitivities: twice the coordinates L0 of every vector, and
+	// twice the L∞ of vectors a unit can move both ways, such as the mean's
+	// centred sum) — up to about twice the noise. Needs schema.unit_field.
+	MaxUnits int `mapstructure:"max_units"`
 }
 
 // PrivacyConfig holds the budget, the mechanisms and the key.
@@ -227,6 +261,7 @@ func Default() Config {
 			AllowedLateness: 10 * time.Second,
 			IdleTimeout:     time.Minute,
 			Aggregates:      []string{AggCount},
+			MaxOpenWindows:  DefaultMaxOpenWindows,
 		},
 		Bounds: BoundsConfig{MaxGroups: 1, MaxBuckets: 1, MaxPerBucket: 1, MaxValues: 1},
 		Privacy: PrivacyConfig{
@@ -259,7 +294,7 @@ func (c Config) Problems() []string {
 	c.Kafka.check(&p)
 	checkSchema(&p, c.Schema)
 	c.Windows.check(&p, c.Schema)
-	c.Bounds.check(&p)
+	c.Bounds.check(&p, c.Schema)
 	c.Privacy.check(&p, c.Windows, c.Schema)
 	c.Observability.check(&p)
 	return p
@@ -427,9 +462,30 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		}
 		seen[a] = true
 	}
+	switch {
+	case w.MaxOpenWindows < 0:
+		p.addf("windows.max_open_windows: must not be negative (0: no cap)")
+	case w.MaxOpenWindows > 0 && w.Size > 0 && w.AllowedLateness >= 0:
+		// One partition keeps the windows ending after watermark −
+		// lateness open: at most ⌈lateness/size⌉ + 1, plus one at a
+		// boundary.
+		need := int64(w.AllowedLateness/w.Size) + 2
+		if w.AllowedLateness%w.Size != 0 {
+			need++
+		}
+		if int64(w.MaxOpenWindows) < need {
+			p.addf("windows.max_open_windows: %d is below the %d windows allowed_lateness keeps open (⌈allowed_lateness/size⌉ + 2); raise it or use 0 for no cap", w.MaxOpenWindows, need)
+		}
+	}
+	switch {
+	case w.MaxOpenGroups < 0:
+		p.addf("windows.max_open_groups: must not be negative (0: no cap)")
+	case w.MaxOpenGroups > 0 && s.UnitField != "":
+		p.addf("windows.max_open_groups: applies only to event-level privacy (no schema.unit_field); with units, open groups are bounded by bounds.max_units × bounds.max_groups")
+	}
 }
 
-func (b BoundsConfig) check(p *problems) {
+func (b BoundsConfig) check(p *problems, s schema.Config) {
 	for _, f := range []struct {
 		key string
 		v   int
@@ -437,6 +493,12 @@ func (b BoundsConfig) check(p *problems) {
 		if f.v < 1 {
 			p.addf("%s: must be at least 1", f.key)
 		}
+	}
+	switch {
+	case b.MaxUnits < 0:
+		p.addf("bounds.max_units: must not be negative (0: no cap)")
+	case b.MaxUnits > 0 && s.UnitField == "":
+		p.addf("bounds.max_units: needs schema.unit_field (with event-level privacy every event is a unit; use windows.max_open_groups)")
 	}
 }
 

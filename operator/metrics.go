@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/windows"
 )
 
 // metrics are the operator's Prometheus metrics. The core loop calls small
@@ -51,7 +52,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		decoded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_decoded_total",
 			Help: "Input messages decoded into events."}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_skipped_total",
-			Help: "Input messages skipped, per reason (schema reasons, plus closed_window)."}, []string{"reason"}),
+			Help: "Input messages skipped, per reason (schema reasons, not_public_group, windows statuses such as too_many_windows, and unit_cap / group_cap counted when a window closes)."}, []string{"reason"}),
 		late: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_late_total",
 			Help: "Events for windows that were already closed, dropped."}),
 		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_dead_lettered_total",
@@ -131,4 +132,29 @@ func (m *metrics) skip(r schema.Reason) {
 
 func (m *metrics) setLag(topic string, partition int, lag int64) {
 	m.lag.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(lag))
+}
+
+// Skip reasons of events dropped by the windows package's memory caps,
+// counted when their window closes (windows.Drops).
+const (
+	reasonUnitCap  = "unit_cap"
+	reasonGroupCap = "group_cap"
+)
+
+// windowDrops counts the events the memory caps dropped from closed
+// windows: bounds.max_units (unit_cap) and windows.max_open_groups
+// (group_cap). It returns the number of windows in which the group cap was
+// reached.
+func (m *metrics) windowDrops(ws []windows.Window) (groupCapped int) {
+	for i := range ws {
+		d := ws[i].Drops
+		if d.UnitCap > 0 {
+			m.skipped.WithLabelValues(reasonUnitCap).Add(float64(d.UnitCap))
+		}
+		if d.GroupCap > 0 {
+			m.skipped.WithLabelValues(reasonGroupCap).Add(float64(d.GroupCap))
+			groupCapped++
+		}
+	}
+	return groupCapped
 }

@@ -483,8 +483,21 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			return
 		}
 		o.m.windowsClosed.Add(float64(len(ws)))
+		if n := o.m.windowDrops(ws); n > 0 {
+			o.log.Warn("windows.max_open_groups was reached: these windows' releases are not covered by the privacy guarantee; raise the cap",
+				"windows", n, "max_open_groups", o.cfg.Windows.MaxOpenGroups)
+		}
 		jobs <- job{ws, o.now()}
 		pending++
+	}
+	// makeRoom closes the windows the watermark allows, when an event hit
+	// windows.max_open_windows: the windows package only closes windows on
+	// Poll, so between ticks a fast catch-up could otherwise reach the cap
+	// with windows that are already closable. It reports whether it polled.
+	makeRoom := func() bool {
+		before := pending
+		pollClosed()
+		return pending > before
 	}
 	// finish waits for every pending publication (until c2 ends).
 	finish := func(c2 context.Context) error {
@@ -518,7 +531,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		select {
 		case batch := <-msgs:
 			for i := range batch {
-				o.consume(c, &batch[i], &dlq)
+				o.consume(c, &batch[i], &dlq, makeRoom)
 			}
 		case r := <-results:
 			if err := handle(r); err != nil {
@@ -557,7 +570,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				select {
 				case batch := <-msgs:
 					for i := range batch {
-						o.consume(c, &batch[i], &dlq)
+						o.consume(c, &batch[i], &dlq, makeRoom)
 					}
 					continue
 				default:
@@ -579,10 +592,19 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 }
 
 // consume feeds one decoded message to the core and counts the outcome.
-func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message) {
+// An event dropped by windows.max_open_windows is retried once after
+// makeRoom (if not nil) closed the windows the watermark allows, so that
+// only windows that are really open count against the cap.
+func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom func() bool) {
 	m := &it.m
 	o.m.eventIn(m.Topic)
 	out, reason, status := c.handleItem(it)
+	if status == windows.TooManyWindows && makeRoom != nil && makeRoom() {
+		// Safe to repeat: the first Add changed only the partition's
+		// watermark (to at least this event's time) and the core's next
+		// offset (to the same value).
+		out, reason, status = c.handleItem(it)
+	}
 	switch out {
 	case outAccepted:
 		o.m.decoded.Inc()

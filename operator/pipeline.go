@@ -34,6 +34,9 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 		MaxBuckets:      c.Bounds.MaxBuckets,
 		MaxPerBucket:    c.Bounds.MaxPerBucket,
 		MaxValues:       c.Bounds.MaxValues,
+		MaxUnits:        c.Bounds.MaxUnits,
+		MaxOpenGroups:   c.Windows.MaxOpenGroups,
+		MaxOpenWindows:  c.Windows.MaxOpenWindows,
 	}
 	for _, a := range c.Windows.Aggregates {
 		switch a {

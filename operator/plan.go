@@ -434,6 +434,9 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts privacy.Budget,
 	} else {
 		fmt.Fprintf(&b, "budget ε=%g, δ=%g per window", p.total.Epsilon, p.total.Delta)
 	}
+	if p.sens.ReplaceOne {
+		fmt.Fprintf(&b, "; at most %d units per window (a random subset beyond), so sensitivities for replacing one unit", c.Bounds.MaxUnits)
+	}
 	fmt.Fprintf(&b, "; one calibration of all %d noised parts", len(noises)+btoi(p.sel != nil))
 	if p.windows > 1 {
 		fmt.Fprintf(&b, " over all %d windows", p.windows)
