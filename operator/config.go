@@ -132,6 +132,16 @@ type WindowsConfig struct {
 	// must be at least ⌈allowed_lateness/size⌉ + 2 (the windows one
 	// partition keeps open).
 	MaxOpenWindows int `mapstructure:"max_open_windows"`
+	// MaxSkew drops events whose time is more than this ahead of their
+	// partition's watermark (0: off; default DefaultMaxSkew), counted as
+	// skipped with reason "too_far_ahead": one bogus far-future timestamp
+	// then cannot close every open window, make later events late, or make
+	// the operator publish a release for every empty window up to it. A
+	// partition that really jumps ahead (silent for longer than MaxSkew) is
+	// followed after windows.JumpEvents consecutive such events, the first
+	// JumpEvents − 1 of them dropped. It must be at least size +
+	// allowed_lateness.
+	MaxSkew time.Duration `mapstructure:"max_skew"`
 	// MaxOpenGroups caps the distinct groups per window with event-level
 	// privacy (no schema.unit_field; 0: no cap, the default). Events of
 	// groups beyond it are dropped (reason "group_cap", counted when the
@@ -149,6 +159,13 @@ type WindowsConfig struct {
 // times are up to an hour apart with 1-minute windows (61 windows), and it
 // bounds memory to 64 windows' state whatever the timestamps.
 const DefaultMaxOpenWindows = 64
+
+// DefaultMaxSkew is the default windows.max_skew: a day, far beyond the
+// spread of event times within one partition that the default size and
+// lateness (1m + 10s) tolerate, yet a bogus timestamp (typically years
+// ahead, or the year 9999) is caught. Configurations with windows of a day
+// or more must raise it.
+const DefaultMaxSkew = 24 * time.Hour
 
 // BoundsConfig holds the per-unit, per-window contribution bounds.
 type BoundsConfig struct {
@@ -262,6 +279,7 @@ func Default() Config {
 			IdleTimeout:     time.Minute,
 			Aggregates:      []string{AggCount},
 			MaxOpenWindows:  DefaultMaxOpenWindows,
+			MaxSkew:         DefaultMaxSkew,
 		},
 		Bounds: BoundsConfig{MaxGroups: 1, MaxBuckets: 1, MaxPerBucket: 1, MaxValues: 1},
 		Privacy: PrivacyConfig{
@@ -476,6 +494,14 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		if int64(w.MaxOpenWindows) < need {
 			p.addf("windows.max_open_windows: %d is below the %d windows allowed_lateness keeps open (⌈allowed_lateness/size⌉ + 2); raise it or use 0 for no cap", w.MaxOpenWindows, need)
 		}
+	}
+	switch {
+	case w.MaxSkew < 0:
+		p.addf("windows.max_skew: must not be negative (0: off)")
+	case w.MaxSkew%time.Millisecond != 0:
+		p.addf("windows.max_skew: %v is not a whole number of milliseconds", w.MaxSkew)
+	case w.MaxSkew > 0 && w.Size > 0 && w.AllowedLateness >= 0 && w.MaxSkew < w.Size+w.AllowedLateness:
+		p.addf("windows.max_skew: %v is below size + allowed_lateness (%v); raise it or use 0 to turn the far-future guard off", w.MaxSkew, w.Size+w.AllowedLateness)
 	}
 	switch {
 	case w.MaxOpenGroups < 0:

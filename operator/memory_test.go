@@ -128,6 +128,7 @@ func TestMaxOpenWindowsDropsFarFuture(t *testing.T) {
 		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
 		c.Windows.AllowedLateness = 20 * time.Second // size 10s: ⌈20/10⌉ + 2 = 4 windows at most
 		c.Windows.MaxOpenWindows = 4
+		c.Windows.MaxSkew = 0 // the cap alone: max_skew would drop the event first (TestMaxSkewDropsFarFuture)
 		f := newFeeder(t, c, 2)
 		f.feed(1, testEvent{"u0", "north", "a", 1, testBase + 1000}) // holds the watermark
 		// Four windows open on partition 0.

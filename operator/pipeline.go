@@ -37,6 +37,7 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 		MaxUnits:        c.Bounds.MaxUnits,
 		MaxOpenGroups:   c.Windows.MaxOpenGroups,
 		MaxOpenWindows:  c.Windows.MaxOpenWindows,
+		MaxSkew:         c.Windows.MaxSkew,
 	}
 	for _, a := range c.Windows.Aggregates {
 		switch a {

@@ -119,6 +119,15 @@ type Config struct {
 	// events hit the cap depends on arrival order, so it is a memory guard
 	// for bad timestamps, not part of normal operation.
 	MaxOpenWindows int
+	// MaxSkew guards the watermarks against far-future event times (0:
+	// off). An event more than MaxSkew ahead of its partition's watermark
+	// is dropped with status TooFarAhead and moves no watermark, unless it
+	// completes a run of JumpEvents such events (see Tumbling, "Far-future
+	// events"). A partition without a watermark is measured against the
+	// time given to EmitFrom, or accepted if EmitFrom was not called.
+	// Use at least Size + AllowedLateness, and more than the usual spread
+	// of event times within one partition.
+	MaxSkew time.Duration
 }
 
 // Validate reports every problem with the configuration, one line each, all
@@ -205,6 +214,14 @@ func (c Config) Validate() error {
 	}
 	if c.MaxOpenWindows < 0 {
 		bad("max open windows must not be negative (0: no cap)")
+	}
+	switch {
+	case c.MaxSkew < 0:
+		bad("max skew must not be negative (0: off)")
+	case c.MaxSkew > maxDuration:
+		bad("max skew must be at most %v", maxDuration)
+	default:
+		wholeMs("max skew", c.MaxSkew)
 	}
 	return errors.Join(errs...)
 }

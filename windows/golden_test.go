@@ -183,8 +183,13 @@ func pinnedRun(t *testing.T, tu *Tumbling, units, groups int) (string, int) {
 	for poll() > 0 {
 	}
 	st := tu.Stats()
-	for _, n := range st.Events {
-		num(n)
+	for s, n := range st.Events {
+		// Statuses added after the digests were pinned (from TooFarAhead
+		// on) are hashed only when non-zero, so the pinned digests stay
+		// valid while any such event still changes them.
+		if Status(s) < TooFarAhead || n != 0 {
+			num(n)
+		}
 	}
 	num(st.Windows)
 	return hex.EncodeToString(h.Sum(nil)), compactions

@@ -24,8 +24,8 @@ var (
 //
 // Window k is [Offset + k·Size, Offset + (k+1)·Size) in Unix milliseconds.
 // Each partition p has a watermark W_p: the largest event time seen on p
-// (by Add, including late events) or passed to Advance(p, ·), whichever is
-// larger; W_p never decreases. An assigned partition without events or
+// (by Add, including late events but not TooFarAhead ones) or passed to
+// Advance(p, ·), whichever is larger; W_p never decreases. An assigned partition without events or
 // Advance has no watermark yet and holds every window open. The effective
 // watermark is
 //
@@ -42,6 +42,34 @@ var (
 // partitions interleave and whenever Poll is called — as long as the set of
 // active partitions does not change on the way (idle detection and
 // rebalances depend on processing time and are outside this guarantee).
+//
+// # Far-future events
+//
+// With MaxSkew > 0, an event on p whose time is more than MaxSkew ahead
+// of W_p is dropped with status TooFarAhead: it moves no watermark and
+// opens no window, so one bogus timestamp (say in the year 9999) can
+// neither close the open windows nor make later events late nor make Poll
+// emit empty windows up to it. A genuine jump (a partition silent for
+// longer than MaxSkew) heals itself: the JumpEvents-th consecutive event
+// on p that is too far ahead, each within MaxSkew of the one before, is
+// accepted and moves W_p as usual (the JumpEvents − 1 before it stay
+// dropped). Any event on p that is not too far ahead, and any Advance of
+// p, restarts the count. Every part of the rule depends only on p's own
+// sequence of events and Advance calls, so closing stays deterministic.
+//
+// A partition without a watermark is measured against the time given to
+// EmitFrom (after a restart: the end of the last published window); if
+// EmitFrom was not called, its first event is accepted whatever its time.
+// That is the rule's blind spot: a bogus first event on a fresh partition
+// of a fresh aggregation sets W_p far ahead. Comparing with the other
+// partitions' watermarks instead would make the outcome depend on how
+// partitions interleave, so it is not done.
+//
+// Events dropped by MaxOpenWindows (TooManyWindows) still move W_p:
+// whether the cap is hit depends on the windows other partitions opened,
+// so letting it hold W_p back would make every later decision on p depend
+// on the interleaving. With MaxSkew set, far-future events are dropped
+// before they reach the cap.
 //
 // # Emission
 //
@@ -67,6 +95,7 @@ type Tumbling struct {
 	offset int64
 	late   int64
 	idle   int64
+	skew   int64   // MaxSkew in ms; 0: off
 	valued bool    // Sum or Mean
 	mid    float64 // Lower/2 + Upper/2
 	sens   Sensitivities
@@ -79,7 +108,9 @@ type Tumbling struct {
 
 	started bool  // next is set
 	next    int64 // start of the next window to emit
-	touched bool  // Add or Poll happened
+	origin  int64 // the time given to EmitFrom, if hasOrig
+	hasOrig bool
+	touched bool // Add or Poll happened
 
 	stats Stats
 
@@ -95,8 +126,17 @@ type partition struct {
 	idle    bool
 	seen    bool // Add or Advance since the last Tick
 	last    int64
-	hasLast bool // last is the processing time of the latest activity
+	hasLast bool  // last is the processing time of the latest activity
+	jump    int64 // time of the latest event of the current run of too-far-ahead events
+	jumps   int   // length of that run (0: none)
 }
+
+// JumpEvents is the number of consecutive too-far-ahead events, each
+// within MaxSkew of the one before, after which a partition accepts the
+// jump (see Tumbling, "Far-future events"). A design choice: one or two
+// stray timestamps are rejected, while a partition that was silent for
+// longer than MaxSkew loses only its first two events after the gap.
+const JumpEvents = 3
 
 // New returns an aggregator for the configuration. The seed keys the
 // sampling of contribution bounds: the same seed gives the same kept
@@ -118,6 +158,7 @@ func New(cfg Config, seed [32]byte) (*Tumbling, error) {
 		offset:  ms(cfg.Offset),
 		late:    ms(cfg.AllowedLateness),
 		idle:    ms(cfg.IdleTimeout),
+		skew:    ms(cfg.MaxSkew),
 		valued:  cfg.Sum || cfg.Mean,
 		sens:    sens,
 		parts:   make(map[int32]*partition),
@@ -220,6 +261,9 @@ func (t *Tumbling) add(e *Event) (Status, int64) {
 	}
 	t.touched = true
 	p.seen, p.idle = true, false
+	if t.skew > 0 && t.tooFarAhead(p, e.Time) {
+		return TooFarAhead, start
+	}
 	late := (t.started && start < t.next) || (p.hasWM && start+t.size+t.late <= p.wm)
 	if !p.hasWM || e.Time > p.wm {
 		p.wm, p.hasWM = e.Time, true
@@ -250,6 +294,31 @@ func (t *Tumbling) add(e *Event) (Status, int64) {
 	return Accepted, start
 }
 
+// tooFarAhead applies the MaxSkew rule to an event at time ts on p and
+// updates p's run of too-far-ahead events: it reports whether the event
+// must be dropped.
+func (t *Tumbling) tooFarAhead(p *partition, ts int64) bool {
+	ref, ok := p.wm, p.hasWM
+	if !ok {
+		ref, ok = t.origin, t.hasOrig
+	}
+	if !ok || ts-ref <= t.skew { // no overflow: |ts|, |ref| ≤ 2^61
+		p.jumps = 0
+		return false
+	}
+	if p.jumps > 0 && ts-p.jump <= t.skew && p.jump-ts <= t.skew {
+		p.jumps++
+	} else {
+		p.jumps = 1
+	}
+	p.jump = ts
+	if p.jumps >= JumpEvents {
+		p.jumps = 0
+		return false
+	}
+	return true
+}
+
 // partition returns the state of partition id, registering an unknown
 // partition as active, or nil for a revoked one.
 func (t *Tumbling) partition(id int32) *partition {
@@ -266,6 +335,7 @@ func (t *Tumbling) partition(id int32) *partition {
 
 // Advance raises partition p's watermark to wm (it never lowers it), for
 // example from a broker's high-water mark time when p has no new events.
+// MaxSkew does not apply: the caller vouches for wm.
 // An unknown partition is registered. It returns an error wrapping
 // ErrRevoked for a revoked partition and ErrTime for wm outside ±2^61 ms.
 func (t *Tumbling) Advance(p int32, wm int64) error {
@@ -276,7 +346,7 @@ func (t *Tumbling) Advance(p int32, wm int64) error {
 	if s == nil {
 		return fmt.Errorf("%w: partition %d", ErrRevoked, p)
 	}
-	s.seen, s.idle = true, false
+	s.seen, s.idle, s.jumps = true, false, 0
 	if !s.hasWM || wm > s.wm {
 		s.wm, s.hasWM = wm, true
 	}
@@ -369,6 +439,7 @@ func (t *Tumbling) EmitFrom(ms int64) error {
 		return fmt.Errorf("%w: start %d", ErrTime, ms)
 	}
 	t.next, t.started = t.WindowStart(ms), true
+	t.origin, t.hasOrig = ms, true
 	return nil
 }
 

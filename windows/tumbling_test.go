@@ -292,6 +292,9 @@ func TestConfigValidate(t *testing.T) {
 		{"units", func(c *Config) { c.MaxUnits = -1 }, "max units must not be negative"},
 		{"open groups with units", func(c *Config) { c.MaxOpenGroups = 5 }, "max open groups applies to event-level privacy only"},
 		{"open windows", func(c *Config) { c.MaxOpenWindows = -1 }, "max open windows must not be negative"},
+		{"skew", func(c *Config) { c.MaxSkew = -time.Second }, "max skew must not be negative"},
+		{"skew ms", func(c *Config) { c.MaxSkew = time.Second + 1 }, "max skew 1.000000001s is not a whole number of milliseconds"},
+		{"skew huge", func(c *Config) { c.MaxSkew = maxDuration + time.Millisecond }, "max skew must be at most"},
 	}
 	for _, tc := range tests {
 		c := valid
@@ -316,7 +319,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestStatusString(t *testing.T) {
-	if Late.String() != "late" || TooManyWindows.String() != "too_many_windows" || Status(200).String() != "status(200)" {
+	if Late.String() != "late" || TooManyWindows.String() != "too_many_windows" || TooFarAhead.String() != "too_far_ahead" || Status(200).String() != "status(200)" {
 		t.Error("status names")
 	}
 }

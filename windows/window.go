@@ -53,10 +53,13 @@ const (
 	// BadValue: the value is NaN or infinite (checked only when Sum or Mean
 	// is enabled).
 	BadValue
+	// TooFarAhead: the event time is more than Config.MaxSkew ahead of its
+	// partition's watermark (see Tumbling, "Far-future events").
+	TooFarAhead
 	numStatus
 )
 
-var statusNames = [numStatus]string{"accepted", "late", "unassigned", "too_many_windows", "bad_time", "bad_bucket", "bad_value"}
+var statusNames = [numStatus]string{"accepted", "late", "unassigned", "too_many_windows", "bad_time", "bad_bucket", "bad_value", "too_far_ahead"}
 
 // String returns the status as a metrics label, e.g. "late".
 func (s Status) String() string {

@@ -1,0 +1,222 @@
+package windows
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// farFuture is 9999-12-31T23:59:59.999Z in Unix milliseconds, the latest
+// time the schema package accepts by default: the bogus timestamp of the
+// review finding.
+const farFuture = 253402300799999
+
+// skewStep is one step of a MaxSkew scenario: exactly one of add, advance,
+// emitFrom or poll is set.
+type skewStep struct {
+	add      *Event
+	want     Status    // with add
+	advance  *[2]int64 // Advance(partition, wm)
+	emitFrom *int64
+	assign   []int32
+	poll     bool    // Poll(0) and expect starts
+	starts   []int64 // with poll (nil: expect none)
+}
+
+func sAdd(p int32, ts int64, want Status) skewStep {
+	return skewStep{add: &Event{Partition: p, Time: ts, Unit: "u", Bucket: -1}, want: want}
+}
+func sAdvance(p int32, wm int64) skewStep { return skewStep{advance: &[2]int64{int64(p), wm}} }
+func sPoll(starts ...int64) skewStep      { return skewStep{poll: true, starts: starts} }
+
+// windowStarts returns the starts of the 10 s windows [from, to).
+func windowStarts(from, to int64) []int64 {
+	var out []int64
+	for s := from; s < to; s += 10_000 {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestMaxSkew(t *testing.T) {
+	const s, min = 10_000, 60_000 // window size and MaxSkew in ms (countCfg: lateness 2 s)
+	emit0 := int64(0)
+	tests := []struct {
+		name    string
+		cfg     func(*Config) // applied after MaxSkew = 1 min
+		steps   []skewStep
+		wm      int64 // Watermark() at the end
+		rejects int64 // Stats().Events[TooFarAhead] at the end
+	}{
+		{name: "far-future event is rejected and changes nothing", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, farFuture, TooFarAhead), sPoll(),
+			sAdd(0, 5_000, Accepted), sAdd(0, s+2_000, Accepted), sPoll(0),
+			sAdd(0, 2*s+2_000, Accepted), sPoll(s),
+		}, wm: 2*s + 2_000, rejects: 1},
+		{name: "events up to MaxSkew ahead are accepted", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, min, Accepted), sAdd(0, 2*min+1, TooFarAhead), sAdd(0, 2*min, Accepted),
+		}, wm: 2 * min, rejects: 1},
+		{name: "without MaxSkew the far-future event moves the watermark (the finding)", cfg: func(c *Config) { c.MaxSkew = 0 }, steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, farFuture, Accepted), sAdd(0, 5_000, Late),
+		}, wm: farFuture},
+		{name: "a genuine jump is accepted at the JumpEvents-th consecutive event", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, 10*min, TooFarAhead), sAdd(0, 10*min+5, TooFarAhead),
+			sAdd(0, 10*min+10, Accepted), sAdd(0, 10*min+3_000, Accepted), sPoll(windowStarts(0, 10*min)...),
+		}, wm: 10*min + 3_000, rejects: 2},
+		{name: "an event within MaxSkew restarts the count", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, farFuture-2, TooFarAhead), sAdd(0, farFuture-1, TooFarAhead),
+			sAdd(0, 1_000, Accepted), sAdd(0, farFuture, TooFarAhead), sAdd(0, farFuture, TooFarAhead), sPoll(),
+		}, wm: 1_000, rejects: 4},
+		{name: "a late event restarts the count too", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, 3*s, Accepted), sAdd(0, 10*min, TooFarAhead), sAdd(0, 10*min, TooFarAhead),
+			sAdd(0, 1, Late), sAdd(0, 10*min, TooFarAhead),
+		}, wm: 3 * s, rejects: 3},
+		{name: "the run needs each event within MaxSkew of the one before", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, farFuture, TooFarAhead), sAdd(0, 10*min, TooFarAhead),
+			sAdd(0, farFuture, TooFarAhead), sAdd(0, 20*min, TooFarAhead), sPoll(),
+		}, wm: 0, rejects: 4},
+		{name: "Advance restarts the count and is not checked", steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, 10*min, TooFarAhead), sAdd(0, 10*min+1, TooFarAhead),
+			sAdvance(0, 5_000), sAdd(0, 10*min+2, TooFarAhead), sAdvance(0, 20*min),
+			sAdd(0, 20*min+1, Accepted),
+		}, wm: 20*min + 1, rejects: 3},
+		{name: "a first event is measured against EmitFrom", steps: []skewStep{
+			{emitFrom: &emit0}, sAdd(0, farFuture, TooFarAhead), sAdd(0, 30_000, Accepted), sPoll(0, s),
+			sAdd(0, 3*s+2_000, Accepted), sPoll(2 * s),
+		}, wm: 3*s + 2_000, rejects: 1},
+		{name: "without EmitFrom a partition's first event is accepted (documented blind spot)", steps: []skewStep{
+			{assign: []int32{0, 1}}, sAdd(0, 0, Accepted), sAdd(1, farFuture, Accepted), sAdd(1, 5_000, Late),
+			sAdd(0, 5_000, Accepted), sPoll(),
+		}, wm: 5_000},
+		{name: "other partitions' watermarks do not matter", steps: []skewStep{
+			{assign: []int32{0, 1}}, sAdd(0, 0, Accepted), sAdd(1, 10*min, Accepted), sAdd(1, 11*min, Accepted),
+			sAdd(0, 2*min, TooFarAhead), sAdd(0, min, Accepted),
+		}, wm: min, rejects: 1},
+		{name: "a rejected event neither opens a window nor counts against MaxOpenWindows", cfg: func(c *Config) { c.MaxOpenWindows = 2 }, steps: []skewStep{
+			sAdd(0, 0, Accepted), sAdd(0, farFuture, TooFarAhead), sAdd(0, s, Accepted), sAdd(0, 2*s, TooManyWindows),
+		}, wm: 2 * s, rejects: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := countCfg()
+			cfg.MaxSkew = time.Minute
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			tu := mustNew(t, cfg)
+			for i, st := range tc.steps {
+				switch {
+				case st.add != nil:
+					if got, _ := tu.Add(*st.add); got != st.want {
+						t.Fatalf("step %d: Add(t=%d, p=%d) = %v, want %v", i, st.add.Time, st.add.Partition, got, st.want)
+					}
+				case st.advance != nil:
+					if err := tu.Advance(int32(st.advance[0]), st.advance[1]); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				case st.emitFrom != nil:
+					if err := tu.EmitFrom(*st.emitFrom); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				case st.assign != nil:
+					tu.AssignPartitions(st.assign...)
+				case st.poll:
+					var got []int64
+					for _, w := range tu.Poll(0) {
+						got = append(got, w.Start)
+					}
+					if !reflect.DeepEqual(got, st.starts) {
+						t.Fatalf("step %d: Poll = %v, want %v", i, got, st.starts)
+					}
+				}
+			}
+			// The watermark of the partition that saw the rejected events
+			// (with two partitions: the minimum, which is partition 0's).
+			if wm, ok := tu.Watermark(); !ok || wm != tc.wm {
+				t.Errorf("watermark %d (%v), want %d", wm, ok, tc.wm)
+			}
+			if got := tu.Stats().Events[TooFarAhead]; got != tc.rejects {
+				t.Errorf("%d events counted too far ahead, want %d", got, tc.rejects)
+			}
+		})
+	}
+}
+
+// withJumps adds to every partition's sequence stray far-future events
+// (150–400 s ahead, 1 in 60 events, sometimes two in a row) and one
+// genuine jump (every later event 120 s later), for MaxSkew = 30 s. The
+// stray events stay within a few hundred seconds so that runInterleaved's
+// final watermark (last time + 20 s) closes few extra windows.
+func withJumps(r *rand.Rand, seqs [][]Event) {
+	for p, seq := range seqs {
+		jumpAt := len(seq)/3 + r.IntN(len(seq)/3)
+		var out []Event
+		for i, e := range seq {
+			if i >= jumpAt {
+				e.Time += 120_000
+			}
+			out = append(out, e)
+			if r.IntN(60) == 0 {
+				for n := 1 + r.IntN(2); n > 0; n-- {
+					b := e
+					b.Bucket = max(e.Bucket, -1) // a real event, not an Advance marker
+					b.Time += 150_000 + int64(r.IntN(250_000))
+					b.Offset += 1 << 20 // a distinct identity
+					out = append(out, b)
+				}
+			}
+		}
+		seqs[p] = out
+	}
+}
+
+// With MaxSkew the same per-partition sequences still give byte-identical
+// windows and statuses for every interleaving and polling schedule, with
+// stray far-future events and genuine jumps in every partition.
+func TestInterleavingWithMaxSkew(t *testing.T) {
+	variants := map[string]func(*Config){
+		"units":         func(*Config) {},
+		"units, capped": func(c *Config) { c.MaxUnits = 7 },
+		"event level":   func(c *Config) { c.EventLevel = true },
+	}
+	for name, mod := range variants {
+		t.Run(name, func(t *testing.T) {
+			cfg := propCfg()
+			cfg.MaxSkew = 30 * time.Second
+			mod(&cfg)
+			rejected := 0
+			for seed := uint64(1); seed <= 3; seed++ {
+				seqs := genPartitions(rand.New(rand.NewPCG(seed, 99)), 3, 300, 25)
+				withJumps(rand.New(rand.NewPCG(seed, 98)), seqs)
+				ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)))
+				if len(ref) < 5 {
+					t.Fatalf("seed %d: only %d windows", seed, len(ref))
+				}
+				rejected += strings.Count(refStatus, TooFarAhead.String())
+				for k := uint64(1); k <= 8; k++ {
+					got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)))
+					if status != refStatus {
+						t.Fatalf("seed %d interleaving %d: statuses differ", seed, k)
+					}
+					if len(got) != len(ref) {
+						t.Fatalf("seed %d interleaving %d: %d windows, want %d", seed, k, len(got), len(ref))
+					}
+					for i := range ref {
+						if !bytes.Equal(got[i], ref[i]) {
+							t.Fatalf("seed %d interleaving %d: window %d differs", seed, k, i)
+						}
+					}
+				}
+			}
+			// The rule must have fired: every stray event, plus the
+			// JumpEvents − 1 events dropped at each genuine jump.
+			t.Logf("%d events rejected as too far ahead", rejected)
+			if rejected < 3*3*(JumpEvents-1) {
+				t.Errorf("only %d events rejected: the test does not exercise MaxSkew", rejected)
+			}
+		})
+	}
+}
