@@ -99,12 +99,7 @@ func TestMemoryGuardDefaultsAndValidation(t *testing.T) {
 		c := base
 		tc.set(&c)
 		ps := c.Problems()
-		switch {
-		case tc.want == "" && len(ps) > 0:
-			t.Errorf("%s: unexpected problems %q", tc.name, ps)
-		case tc.want != "" && (len(ps) != 1 || !strings.HasPrefix(ps[0], tc.want)):
-			t.Errorf("%s: problems %q, want exactly one starting %q", tc.name, ps, tc.want)
-		}
+		checkOneProblem(t, tc.name, ps, tc.want)
 		if len(ps) == 0 {
 			w := windowsConfig(c, len(testCategories))
 			if w.MaxOpenWindows != c.Windows.MaxOpenWindows || w.MaxUnits != c.Bounds.MaxUnits || w.MaxOpenGroups != c.Windows.MaxOpenGroups {
@@ -288,5 +283,17 @@ func TestMaxUnitsReplaceOneCalibration(t *testing.T) {
 		if !(scales[true][part] > s) {
 			t.Errorf("%s: scale %g with max_units, %g without; want more noise with the cap", part, scales[true][part], s)
 		}
+	}
+}
+
+// checkOneProblem fails unless ps is empty (want == "") or holds exactly one
+// problem starting with want.
+func checkOneProblem(t *testing.T, name string, ps []string, want string) {
+	t.Helper()
+	switch {
+	case want == "" && len(ps) > 0:
+		t.Errorf("%s: unexpected problems %q", name, ps)
+	case want != "" && (len(ps) != 1 || !strings.HasPrefix(ps[0], want)):
+		t.Errorf("%s: problems %q, want exactly one starting %q", name, ps, want)
 	}
 }

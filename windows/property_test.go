@@ -139,24 +139,7 @@ func TestInterleavingDoesNotChangeResults(t *testing.T) {
 			mod(&cfg)
 			for seed := uint64(1); seed <= 4; seed++ {
 				seqs := genPartitions(rand.New(rand.NewPCG(seed, 99)), 3, 300, 25)
-				ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)))
-				if len(ref) < 5 {
-					t.Fatalf("seed %d: only %d windows", seed, len(ref))
-				}
-				for k := uint64(1); k <= 10; k++ {
-					got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)))
-					if status != refStatus {
-						t.Fatalf("seed %d interleaving %d: statuses differ", seed, k)
-					}
-					if len(got) != len(ref) {
-						t.Fatalf("seed %d interleaving %d: %d windows, want %d", seed, k, len(got), len(ref))
-					}
-					for i := range ref {
-						if !bytes.Equal(got[i], ref[i]) {
-							t.Fatalf("seed %d interleaving %d: window %d differs", seed, k, i)
-						}
-					}
-				}
+				sameUnderInterleavings(t, cfg, seqs, seed, 10)
 			}
 		})
 	}
@@ -429,4 +412,31 @@ func diffVectors(a, b Window, nb int) map[string]Sensitivity {
 		out[agg] = s
 	}
 	return out
+}
+
+// sameUnderInterleavings runs seqs in the reference interleaving (stream
+// (seed, 0)) and in n others (streams (seed, 1…n)), fails unless every run
+// gives the same statuses and byte-identical windows (at least 5 of them),
+// and returns the reference statuses.
+func sameUnderInterleavings(t *testing.T, cfg Config, seqs [][]Event, seed uint64, n uint64) string {
+	t.Helper()
+	ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)))
+	if len(ref) < 5 {
+		t.Fatalf("seed %d: only %d windows", seed, len(ref))
+	}
+	for k := uint64(1); k <= n; k++ {
+		got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)))
+		if status != refStatus {
+			t.Fatalf("seed %d interleaving %d: statuses differ", seed, k)
+		}
+		if len(got) != len(ref) {
+			t.Fatalf("seed %d interleaving %d: %d windows, want %d", seed, k, len(got), len(ref))
+		}
+		for i := range ref {
+			if !bytes.Equal(got[i], ref[i]) {
+				t.Fatalf("seed %d interleaving %d: window %d differs", seed, k, i)
+			}
+		}
+	}
+	return refStatus
 }

@@ -1,7 +1,6 @@
 package windows
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"reflect"
 	"strings"
@@ -191,25 +190,8 @@ func TestInterleavingWithMaxSkew(t *testing.T) {
 			for seed := uint64(1); seed <= 3; seed++ {
 				seqs := genPartitions(rand.New(rand.NewPCG(seed, 99)), 3, 300, 25)
 				withJumps(rand.New(rand.NewPCG(seed, 98)), seqs)
-				ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)))
-				if len(ref) < 5 {
-					t.Fatalf("seed %d: only %d windows", seed, len(ref))
-				}
+				refStatus := sameUnderInterleavings(t, cfg, seqs, seed, 8)
 				rejected += strings.Count(refStatus, TooFarAhead.String())
-				for k := uint64(1); k <= 8; k++ {
-					got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)))
-					if status != refStatus {
-						t.Fatalf("seed %d interleaving %d: statuses differ", seed, k)
-					}
-					if len(got) != len(ref) {
-						t.Fatalf("seed %d interleaving %d: %d windows, want %d", seed, k, len(got), len(ref))
-					}
-					for i := range ref {
-						if !bytes.Equal(got[i], ref[i]) {
-							t.Fatalf("seed %d interleaving %d: window %d differs", seed, k, i)
-						}
-					}
-				}
 			}
 			// The rule must have fired: every stray event, plus the
 			// JumpEvents − 1 events dropped at each genuine jump.
