@@ -55,6 +55,11 @@ func createTopic(t testing.TB, c *clients, name string, n int) {
 }
 
 // produce writes msgs to topic (key-hashed partitioning), all acknowledged.
+// The test topics use the broker's default message.timestamp.type,
+// CreateTime, so each record keeps the timestamp its message carries
+// (kafka-go's writer stamps the current time only when Time is zero): the
+// tests set Time to the stream's simulated arrival times (see
+// testStream.messages), standing in for LogAppendTime in a live stream.
 func produce(t testing.TB, brokers []string, topic string, msgs []kafka.Message) {
 	t.Helper()
 	w := &kafka.Writer{

@@ -117,30 +117,49 @@ type WindowsConfig struct {
 	Size time.Duration `mapstructure:"size"`
 	// Offset shifts window boundaries from the Unix epoch.
 	Offset time.Duration `mapstructure:"offset"`
+	// Start is the first window released on a deployment's first start,
+	// as an RFC 3339 time (rounded up to a window boundary), e.g.
+	// "2024-05-01T00:00:00Z" to publish history from the input topics.
+	// Empty (the default): the first window that starts after the first
+	// start. Either way the first release never depends on the data (which
+	// windows exist must not reveal that some unit had an early event).
+	// On later starts the state topic says where to continue; a Start
+	// later than that postpones releases until it.
+	Start string `mapstructure:"start"`
 	// AllowedLateness keeps a window open past its end for late events.
 	AllowedLateness time.Duration `mapstructure:"allowed_lateness"`
-	// IdleTimeout stops an idle partition from holding windows open.
+	// IdleTimeout is the most the brokers' record timestamps may lag the
+	// operator's clock, and so how long a partition without new records
+	// holds windows open: once a partition is read to its end, its
+	// watermark moves to the operator's clock minus IdleTimeout (a later
+	// record is appended later, so its broker timestamp is at least that,
+	// if the broker's clock is less than IdleTimeout behind). A window
+	// closes at the latest IdleTimeout after its end + allowed_lateness by
+	// the operator's clock. Larger is safer against clock skew, smaller
+	// publishes sooner.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// Aggregates are released per window and group: any of "count",
 	// "histogram", "sum", "mean".
 	Aggregates []string `mapstructure:"aggregates"`
 	// MaxOpenWindows caps the windows open at once (0: no cap; default
-	// DefaultMaxOpenWindows). Events that would open one more are dropped
-	// and counted as skipped with reason "too_many_windows". It is a memory
-	// guard against bogus timestamps: which events hit it depends on
-	// arrival order, so in normal operation it must never be reached. It
-	// must be at least ⌈allowed_lateness/size⌉ + 2 (the windows one
-	// partition keeps open).
+	// DefaultMaxOpenWindows). An event whose window starts
+	// max_open_windows windows or more after the first window not yet
+	// published is dropped and counted as skipped with reason
+	// "too_many_windows". The cap counts from the publication point, which
+	// only the record timestamps and the operator's clock move, so one
+	// unit's events cannot push another's out. It must be at least
+	// ⌈(max_skew + allowed_lateness + idle_timeout)/size⌉ + 2 (the windows
+	// an in-sync consumer keeps open, see Problems), so that it only drops
+	// events while one partition catches up on a backlog far behind the
+	// others.
 	MaxOpenWindows int `mapstructure:"max_open_windows"`
-	// MaxSkew drops events whose time is more than this ahead of their
-	// partition's watermark (0: off; default DefaultMaxSkew), counted as
-	// skipped with reason "too_far_ahead": one bogus far-future timestamp
-	// then cannot close every open window, make later events late, or make
-	// the operator publish a release for every empty window up to it. A
-	// partition that really jumps ahead (silent for longer than MaxSkew) is
-	// followed after windows.JumpEvents consecutive such events, the first
-	// JumpEvents − 1 of them dropped. It must be at least size +
-	// allowed_lateness.
+	// MaxSkew is how far an event's time may be ahead of its own arrival
+	// (the record timestamp): the clock skew tolerated between the event
+	// sources and the brokers (0: off; default DefaultMaxSkew). Events
+	// further ahead are dropped and counted as skipped with reason
+	// "too_far_ahead". Each event is measured against its own arrival, so
+	// a bogus timestamp (the year 9999) drops only its own event; it bounds
+	// how far ahead of the clock one event can open a window.
 	MaxSkew time.Duration `mapstructure:"max_skew"`
 	// MaxOpenGroups caps the distinct groups per window with event-level
 	// privacy (no schema.unit_field; 0: no cap, the default). Events of
@@ -153,19 +172,33 @@ type WindowsConfig struct {
 	MaxOpenGroups int `mapstructure:"max_open_groups"`
 }
 
+// startMillis returns windows.start in Unix ms, and false when unset or
+// invalid (Validate reports invalid values).
+func (w WindowsConfig) startMillis() (int64, bool) {
+	if w.Start == "" {
+		return 0, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, w.Start)
+	if err != nil {
+		return 0, false
+	}
+	return t.UnixMilli(), true
+}
+
 // DefaultMaxOpenWindows is the default windows.max_open_windows: far more
-// than the ⌈allowed_lateness/size⌉ + 1 windows one partition keeps open
-// with the default size and lateness (2), enough for partitions whose event
-// times are up to an hour apart with 1-minute windows (61 windows), and it
-// bounds memory to 64 windows' state whatever the timestamps.
+// than the ⌈(max_skew + allowed_lateness + idle_timeout)/size⌉ + 2 = 9
+// windows an in-sync consumer keeps open with the defaults (5m + 10s + 1m
+// over 1m windows), enough for partitions up to about an hour apart while
+// a backlog is read, and it bounds memory to 64 windows' state whatever
+// the timestamps.
 const DefaultMaxOpenWindows = 64
 
-// DefaultMaxSkew is the default windows.max_skew: a day, far beyond the
-// spread of event times within one partition that the default size and
-// lateness (1m + 10s) tolerate, yet a bogus timestamp (typically years
-// ahead, or the year 9999) is caught. Configurations with windows of a day
-// or more must raise it.
-const DefaultMaxSkew = 24 * time.Hour
+// DefaultMaxSkew is the default windows.max_skew: 5 minutes, well above the
+// skew of clocks kept by NTP or a mobile network (typically under a
+// second) and of a device whose clock drifted by a few minutes, while an
+// event stamped further ahead (a bad clock or a forged timestamp) is
+// dropped instead of opening windows ahead of time.
+const DefaultMaxSkew = 5 * time.Minute
 
 // BoundsConfig holds the per-unit, per-window contribution bounds.
 type BoundsConfig struct {
@@ -240,6 +273,19 @@ type ObservabilityConfig struct {
 	LogLevel string `mapstructure:"log_level"`
 	// LogFormat is json or text.
 	LogFormat string `mapstructure:"log_format"`
+	// SensitiveMetrics (default false) registers the metrics that count
+	// input data exactly — messages in, decoded, skipped per reason, late,
+	// dead-lettered, groups withheld by private group selection, windows
+	// holding events, consumer lag — and adds the same exact counts to the
+	// info and warn logs ("window published" gets groups_withheld,
+	// "drained" open_windows, the windows.max_open_groups warning the
+	// number of windows). These are not differentially private: one unit
+	// changes them by an exact amount (a unit alone in its group shows up
+	// in groups withheld, which defeats private group selection). Turn it
+	// on only where the metrics and logs reach no one who may not read the
+	// input topic. Off, those metrics are not registered at all and the
+	// logs say that something happened without counting it.
+	SensitiveMetrics bool `mapstructure:"sensitive_metrics"`
 }
 
 // The aggregates a window can release.
@@ -463,6 +509,11 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		p.addf("windows.allowed_lateness: must not be negative")
 	}
 	positive(p, "windows.idle_timeout", w.IdleTimeout)
+	if w.Start != "" {
+		if _, err := time.Parse(time.RFC3339Nano, w.Start); err != nil {
+			p.addf("windows.start: %q is not an RFC 3339 time; use e.g. 2024-05-01T00:00:00Z", w.Start)
+		}
+	}
 	if len(w.Aggregates) == 0 {
 		p.addf("windows.aggregates: at least one of count, histogram, sum, mean is required")
 	}
@@ -481,27 +532,18 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		seen[a] = true
 	}
 	switch {
-	case w.MaxOpenWindows < 0:
-		p.addf("windows.max_open_windows: must not be negative (0: no cap)")
-	case w.MaxOpenWindows > 0 && w.Size > 0 && w.AllowedLateness >= 0:
-		// One partition keeps the windows ending after watermark −
-		// lateness open: at most ⌈lateness/size⌉ + 1, plus one at a
-		// boundary.
-		need := int64(w.AllowedLateness/w.Size) + 2
-		if w.AllowedLateness%w.Size != 0 {
-			need++
-		}
-		if int64(w.MaxOpenWindows) < need {
-			p.addf("windows.max_open_windows: %d is below the %d windows allowed_lateness keeps open (⌈allowed_lateness/size⌉ + 2); raise it or use 0 for no cap", w.MaxOpenWindows, need)
-		}
-	}
-	switch {
 	case w.MaxSkew < 0:
 		p.addf("windows.max_skew: must not be negative (0: off)")
 	case w.MaxSkew%time.Millisecond != 0:
 		p.addf("windows.max_skew: %v is not a whole number of milliseconds", w.MaxSkew)
-	case w.MaxSkew > 0 && w.Size > 0 && w.AllowedLateness >= 0 && w.MaxSkew < w.Size+w.AllowedLateness:
-		p.addf("windows.max_skew: %v is below size + allowed_lateness (%v); raise it or use 0 to turn the far-future guard off", w.MaxSkew, w.Size+w.AllowedLateness)
+	}
+	switch {
+	case w.MaxOpenWindows < 0:
+		p.addf("windows.max_open_windows: must not be negative (0: no cap)")
+	case w.MaxOpenWindows > 0 && w.Size > 0 && w.AllowedLateness >= 0 && w.MaxSkew >= 0 && w.IdleTimeout > 0:
+		if need := minOpenWindows(w); int64(w.MaxOpenWindows) < need {
+			p.addf("windows.max_open_windows: %d is below the %d windows an in-sync consumer keeps open (⌈(max_skew + allowed_lateness + idle_timeout)/size⌉ + 2); raise it or use 0 for no cap", w.MaxOpenWindows, need)
+		}
 	}
 	switch {
 	case w.MaxOpenGroups < 0:
@@ -509,6 +551,23 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 	case w.MaxOpenGroups > 0 && s.UnitField != "":
 		p.addf("windows.max_open_groups: applies only to event-level privacy (no schema.unit_field); with units, open groups are bounded by bounds.max_units × bounds.max_groups")
 	}
+}
+
+// minOpenWindows is the smallest windows.max_open_windows an in-sync
+// consumer never reaches: an accepted event's window starts before its
+// arrival + max_skew, and the first window not yet published starts after
+// the watermark − allowed_lateness − size, the watermark lagging an
+// arrival by at most idle_timeout (a partition advanced when read to its
+// end) plus under a window of tick and fetch delays; so the window lies
+// fewer than ⌈(max_skew + allowed_lateness + idle_timeout)/size⌉ + 2
+// windows after it (windows.Tumbling).
+func minOpenWindows(w WindowsConfig) int64 {
+	span := w.MaxSkew + w.AllowedLateness + w.IdleTimeout
+	need := int64(span/w.Size) + 2
+	if span%w.Size != 0 {
+		need++
+	}
+	return need
 }
 
 func (b BoundsConfig) check(p *problems, s schema.Config) {

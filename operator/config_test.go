@@ -182,3 +182,40 @@ func TestValidateMechanismChoices(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsStart: windows.start loads from YAML written plainly (YAML
+// reads an unquoted RFC 3339 value as a timestamp, not a string), quoted,
+// or from the environment, to the same time; an invalid one is one
+// problem naming the key.
+func TestWindowsStart(t *testing.T) {
+	dir := t.TempDir()
+	want := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	for name, yaml := range map[string]string{
+		"plain":  "windows:\n  start: 2024-05-01T00:00:00Z\n",
+		"quoted": "windows:\n  start: \"2024-05-01T00:00:00Z\"\n",
+		"offset": "windows:\n  start: 2024-05-01T02:00:00+02:00\n",
+	} {
+		file := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(file, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if ms, ok := c.Windows.startMillis(); !ok || ms != want {
+			t.Errorf("%s: windows.start %q loads as %d (%v), want %d", name, c.Windows.Start, ms, ok, want)
+		}
+	}
+	t.Setenv("DPSTREAM_WINDOWS_START", "2024-05-01T00:00:00Z")
+	c, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, ok := c.Windows.startMillis(); !ok || ms != want {
+		t.Errorf("from the environment: windows.start %q loads as %d (%v)", c.Windows.Start, ms, ok)
+	}
+	c = validConfig()
+	c.Windows.Start = "May 1st"
+	checkOneProblem(t, "invalid start", c.Problems(), `windows.start: "May 1st" is not an RFC 3339 time`)
+}

@@ -41,7 +41,13 @@ const (
 	outLate              // a closed window, or a window before the last final one
 	outDropped           // dropped by the windows package for another reason
 	outNotPublic         // a group outside privacy.public_groups
+	outNoTime            // a record without a usable timestamp (no arrival time)
+	outMarker            // not a message: a fetcher's caught-up marker (see item)
 )
+
+// noTimestampReason is the skip reason (metrics label, dead-letter header)
+// of a record without a usable timestamp.
+const noTimestampReason = "no_record_timestamp"
 
 // core is the operator's state for one consumer group generation: the
 // decoder, the windows, and the offset bookkeeping that decides what may be
@@ -53,11 +59,18 @@ const (
 // all its releases acknowledged, and recorded in the state topic). So every
 // event below a committed offset belongs to a final window, was late, or
 // was bad input.
+//
+// Time: an event's window comes from its event time (the data), but its
+// arrival time is the record's Kafka timestamp (see fetch: LogAppendTime on
+// a topic so configured), and the windows package decides lateness and
+// closes windows by arrival time only, so that no privacy unit can move
+// another unit's events out of a release (see windows.Tumbling).
 type core struct {
 	topics []string // sorted input topics
 	dec    *schema.Decoder
 	agg    *windows.Tumbling
 	public map[string]bool // nil: every group
+	idle   int64           // windows.idle_timeout in ms
 
 	// holds[start][partition] is the smallest offset of an event accepted
 	// into the window starting at start, for windows not yet final.
@@ -67,9 +80,18 @@ type core struct {
 	// hwm[partition] is the high watermark seen with the last message.
 	hwm map[int32]int64
 	tps map[int32]tp
+	// caught[partition] is the issue time of the latest fetch that read the
+	// partition to its end, not yet applied (see caughtUp).
+	caught map[int32]time.Time
 }
 
-func newCore(cfg Config, pl *plan, key privacy.Key, closedThrough int64) (*core, error) {
+// newCore returns the state of a generation that releases windows from the
+// one holding from on (Unix ms): always a time fixed without looking at
+// the data (the end of the last final window, or the deployment's first
+// window), so that which windows are released never depends on an event
+// (windows.Tumbling.EmitFrom). Events of earlier windows are late: a replay
+// never reopens a final window.
+func newCore(cfg Config, pl *plan, key privacy.Key, from int64) (*core, error) {
 	dec, err := schema.NewDecoder(cfg.Schema)
 	if err != nil {
 		return nil, err
@@ -78,20 +100,18 @@ func newCore(cfg Config, pl *plan, key privacy.Key, closedThrough int64) (*core,
 	if err != nil {
 		return nil, err
 	}
-	if closedThrough != noClosedWindow {
-		// Everything before the end of the last final window is late: a
-		// replay never reopens a final window.
-		if err := agg.EmitFrom(closedThrough); err != nil {
-			return nil, err
-		}
+	if err := agg.EmitFrom(from); err != nil {
+		return nil, fmt.Errorf("operator: first window %d: %w", from, err)
 	}
 	c := &core{
 		topics: slices.Sorted(slices.Values(cfg.Kafka.InputTopics)),
 		dec:    dec, agg: agg,
-		holds: map[int64]map[int32]int64{},
-		next:  map[int32]int64{},
-		hwm:   map[int32]int64{},
-		tps:   map[int32]tp{},
+		idle:   cfg.Windows.IdleTimeout.Milliseconds(),
+		holds:  map[int64]map[int32]int64{},
+		next:   map[int32]int64{},
+		hwm:    map[int32]int64{},
+		tps:    map[int32]tp{},
+		caught: map[int32]time.Time{},
 	}
 	if pl.publicGroups != nil {
 		c.public = map[string]bool{}
@@ -118,11 +138,17 @@ func (c *core) assign(parts []tp) error {
 }
 
 // item is one input message decoded by a fetcher (decoding runs on the
-// fetch goroutines, one decoder each, in parallel with the core loop).
+// fetch goroutines, one decoder each, in parallel with the core loop), or,
+// with caughtUp set, a marker saying that the fetcher read the partition
+// m.Topic/m.Partition to its end (its high watermark, m.HighWaterMark) in
+// a fetch issued at caughtUp: every later record of the partition was
+// appended after that, so its broker timestamp is at least caughtUp (up to
+// clock skew).
 type item struct {
-	m      kafka.Message
-	ev     schema.Event
-	reason schema.Reason // ReasonNone: ev is valid
+	m        kafka.Message
+	ev       schema.Event
+	reason   schema.Reason // ReasonNone: ev is valid
+	caughtUp time.Time     // non-zero: a caught-up marker, not a message
 }
 
 // decode fills it.ev and it.reason from it.m with dec.
@@ -142,24 +168,37 @@ func (c *core) handle(m *kafka.Message) (outcome, schema.Reason, windows.Status)
 	return c.handleItem(&it)
 }
 
-// handleItem processes one decoded input message.
+// handleItem processes one decoded input message, or a caught-up marker.
 func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 	m := &it.m
 	id, err := partitionID(c.topics, tp{m.Topic, m.Partition})
 	if err != nil {
 		return outDropped, schema.ReasonNone, windows.Unassigned
 	}
+	if !it.caughtUp.IsZero() {
+		c.caughtUp(id, it.caughtUp)
+		return outMarker, schema.ReasonNone, 0
+	}
 	c.next[id] = m.Offset + 1
 	c.hwm[id] = m.HighWaterMark
+	// The record timestamp is the event's arrival time. kafka-go reports a
+	// timestamp ≤ 0 (none: message format v0, or a producer that sent
+	// none) as the zero time.
+	if m.Time.IsZero() {
+		return outNoTime, schema.ReasonNone, 0
+	}
+	arrival := m.Time.UnixMilli()
 	if it.reason != schema.ReasonNone {
+		c.advance(id, arrival)
 		return outSkipped, it.reason, 0
 	}
 	ev := &it.ev
 	if c.public != nil && !c.public[ev.Group] {
+		c.advance(id, arrival)
 		return outNotPublic, schema.ReasonNone, 0
 	}
 	st, start := c.agg.Add(windows.Event{
-		Partition: id, Offset: m.Offset, Time: ev.Time, Unit: ev.Unit, Group: ev.Group,
+		Partition: id, Offset: m.Offset, Time: ev.Time, Arrival: arrival, Unit: ev.Unit, Group: ev.Group,
 		Bucket: ev.Bucket, Value: ev.Value, HasValue: ev.HasValue,
 	})
 	switch st {
@@ -180,9 +219,41 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 	}
 }
 
-// poll advances processing time and returns the windows that closed.
-func (c *core) poll(now time.Time) []windows.Window {
-	c.agg.Tick(now.UnixMilli())
+// advance moves partition id's watermark to the arrival time of a record
+// that does not reach the windows (bad input, a group that is not
+// public): its broker timestamp is as trustworthy as an event's.
+func (c *core) advance(id int32, arrival int64) {
+	_ = c.agg.Advance(id, arrival) // a record's timestamp is in range; id is assigned
+}
+
+// caughtUp records that partition id's fetcher read it to its end in a
+// fetch issued at processing time at; applyCaughtUp applies it.
+func (c *core) caughtUp(id int32, at time.Time) {
+	if prev, ok := c.caught[id]; !ok || at.After(prev) {
+		c.caught[id] = at
+	}
+}
+
+// applyCaughtUp advances every partition read to its end since the last
+// call to its fetch time − windows.idle_timeout. Every later record of the
+// partition was appended after that fetch, so its broker timestamp is at
+// least the fetch time, as long as the broker's clock is less than
+// idle_timeout behind the operator's (and replication delays are
+// shorter): the partition's later events then arrive after its watermark,
+// as the windows package requires. So a partition without new data stops
+// holding windows open idle_timeout after the operator's clock passed
+// them, and an event that arrives later is judged by its own arrival.
+// The Kafka loop calls it on every tick after polling, so that the windows
+// the data closed are published before those the clock closes.
+func (c *core) applyCaughtUp() {
+	for id, at := range c.caught {
+		_ = c.agg.Advance(id, at.UnixMilli()-c.idle) // clock times are in range; a revoked id is skipped
+		delete(c.caught, id)
+	}
+}
+
+// poll returns the windows that closed.
+func (c *core) poll() []windows.Window {
 	return c.agg.Poll(0)
 }
 

@@ -3,24 +3,31 @@ package operator
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/schema"
-	"github.com/dpstream/dpstream/windows"
 )
 
 // runCore feeds msgs (all on one partition of topic "in") through a core
 // and releases every closed window, as the Kafka loop does but without a
-// broker. It returns the releases by key, their bytes, and the core.
+// broker. The first window released is the one after closedThrough, or
+// with noClosedWindow windows.start (the first start of a deployment). It
+// returns the releases by key, their bytes, and the core.
 func runCore(t *testing.T, c Config, msgs []kafka.Message, published map[string]int64, closedThrough int64) (map[string]schema.Release, map[string][]byte, *core, map[schema.Reason]int) {
 	t.Helper()
 	o, err := New(c, WithKey(testKey()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	co, err := newCore(c, o.plan, o.key, closedThrough)
+	from, ok := c.Windows.startMillis()
+	if closedThrough != noClosedWindow {
+		from, ok = closedThrough, true
+	}
+	if !ok {
+		t.Fatal("runCore needs windows.start or closedThrough")
+	}
+	co, err := newCore(c, o.plan, o.key, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,13 +42,8 @@ func runCore(t *testing.T, c Config, msgs []kafka.Message, published map[string]
 			reasons[r]++
 		}
 	}
-	// Processing time far enough for the partition to be idle.
-	now := time.UnixMilli(testBase)
-	var ws []windows.Window
-	for range 3 {
-		ws = append(ws, co.poll(now)...)
-		now = now.Add(c.Windows.IdleTimeout)
-	}
+	// The messages' arrival times (their Time) close the windows.
+	ws := co.poll()
 	rels := map[string]schema.Release{}
 	raw := map[string][]byte{}
 	for i := range ws {

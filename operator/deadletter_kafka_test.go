@@ -47,6 +47,8 @@ func TestKafkaDeadLetter(t *testing.T) {
 	c := testConfig(brokers, in, out, uniqueName("dpstream-dlq"))
 	c.Kafka.DeadLetterTopic = dlq
 	c.Kafka.CreateTopics = true // creates the output and dead-letter topics
+	// The test reads the skip and dead-letter counters.
+	c.Observability.SensitiveMetrics = true
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

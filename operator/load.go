@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
@@ -108,6 +109,11 @@ func Load(path string, fs *pflag.FlagSet) (Config, error) {
 		if err != nil {
 			return Config{}, err
 		}
+	}
+	// YAML reads an unquoted RFC 3339 value (windows.start:
+	// 2024-05-01T00:00:00Z) as a timestamp; the field is a string.
+	if t, ok := v.Get("windows.start").(time.Time); ok {
+		v.Set("windows.start", t.Format(time.RFC3339Nano))
 	}
 	var c Config
 	if err := v.UnmarshalExact(&c); err != nil {

@@ -19,10 +19,9 @@ import (
 )
 
 // feeder runs messages through an operator's consume path (decode, core,
-// metrics) on partitions 0 … parts−1 of topic "in", without a broker. Like the
-// Kafka loop, it polls closed windows when an event hits
-// windows.max_open_windows (processing time stays at testBase, so no
-// partition goes idle).
+// metrics) on partitions 0 … parts−1 of topic "in", without a broker,
+// releasing windows from testBase on. Like the Kafka loop, it polls closed
+// windows when an event hits windows.max_open_windows.
 type feeder struct {
 	op     *Operator
 	co     *core
@@ -32,11 +31,12 @@ type feeder struct {
 
 func newFeeder(t *testing.T, c Config, parts int) *feeder {
 	t.Helper()
+	c.Observability.SensitiveMetrics = true // the tests read the skip counters
 	op, err := New(c, WithKey(testKey()), WithRegistry(prometheus.NewRegistry()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	co, err := newCore(c, op.plan, op.key, noClosedWindow)
+	co, err := newCore(c, op.plan, op.key, testBase)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,15 +50,23 @@ func newFeeder(t *testing.T, c Config, parts int) *feeder {
 	return &feeder{op: op, co: co}
 }
 
-// feed consumes one event on a partition (0 or 1) and returns the number
-// of windows open after it.
-func (f *feeder) feed(part int, e testEvent) int64 {
+// feed consumes one event on a partition (0 or 1) that arrives at its
+// event time, and returns the number of windows open after it.
+func (f *feeder) feed(part int, e testEvent) int64 { return f.feedAt(part, e, e.time) }
+
+// feedAt consumes one event on a partition (0 or 1) that arrives at
+// arrival (Unix ms; 0: a record without a timestamp), and returns the
+// number of windows open after it.
+func (f *feeder) feedAt(part int, e testEvent, arrival int64) int64 {
 	it := item{m: kafka.Message{Topic: "in", Partition: part, Offset: f.next[part], Value: e.encode(int(f.next[part]))}}
+	if arrival != 0 {
+		it.m.Time = time.UnixMilli(arrival)
+	}
 	f.next[part]++
 	decode(f.co.dec, &it)
 	var dlq []kafka.Message
 	f.op.consume(f.co, &it, &dlq, func() bool {
-		ws := f.co.poll(time.UnixMilli(testBase))
+		ws := f.co.poll()
 		f.closed = append(f.closed, ws...)
 		return len(ws) > 0
 	})
@@ -76,7 +84,7 @@ func TestMemoryGuardDefaultsAndValidation(t *testing.T) {
 	if d := Default(); d.Bounds.MaxUnits != 0 || d.Windows.MaxOpenGroups != 0 {
 		t.Errorf("default max_units %d, max_open_groups %d, want 0 (no cap)", d.Bounds.MaxUnits, d.Windows.MaxOpenGroups)
 	}
-	base := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g") // size 10s, lateness 1s, unit_field "user"
+	base := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g") // size 10s, lateness 1s, idle 2s, max_skew 5m, unit_field "user"
 	for _, tc := range []struct {
 		name string
 		set  func(*Config)
@@ -84,10 +92,18 @@ func TestMemoryGuardDefaultsAndValidation(t *testing.T) {
 	}{
 		{"defaults", func(*Config) {}, ""},
 		{"no window cap", func(c *Config) { c.Windows.MaxOpenWindows = 0 }, ""},
-		// ⌈1s/10s⌉ + 2 = 3 is the smallest cap.
-		{"smallest window cap", func(c *Config) { c.Windows.MaxOpenWindows = 3 }, ""},
-		{"window cap below lateness", func(c *Config) { c.Windows.MaxOpenWindows = 2 }, "windows.max_open_windows: 2 is below the 3 windows"},
-		{"lateness of 25 windows", func(c *Config) { c.Windows.AllowedLateness = 250 * time.Second; c.Windows.MaxOpenWindows = 26 }, "windows.max_open_windows: 26 is below the 27 windows"},
+		// ⌈(300s + 1s + 2s)/10s⌉ + 2 = 33 is the smallest cap with max_skew 5m.
+		{"smallest window cap", func(c *Config) { c.Windows.MaxOpenWindows = 33 }, ""},
+		{"window cap below max_skew", func(c *Config) { c.Windows.MaxOpenWindows = 32 }, "windows.max_open_windows: 32 is below the 33 windows"},
+		// Without max_skew: ⌈(1s + 2s)/10s⌉ + 2 = 3.
+		{"smallest window cap without max_skew", func(c *Config) { c.Windows.MaxSkew, c.Windows.MaxOpenWindows = 0, 3 }, ""},
+		{"window cap below lateness", func(c *Config) { c.Windows.MaxSkew, c.Windows.MaxOpenWindows = 0, 2 }, "windows.max_open_windows: 2 is below the 3 windows"},
+		{"lateness of 25 windows", func(c *Config) {
+			c.Windows.MaxSkew, c.Windows.AllowedLateness, c.Windows.MaxOpenWindows = 0, 250*time.Second, 27
+		}, "windows.max_open_windows: 27 is below the 28 windows"}, // ⌈252/10⌉ + 2
+		{"idle timeout of 10 windows", func(c *Config) {
+			c.Windows.MaxSkew, c.Windows.IdleTimeout, c.Windows.MaxOpenWindows = 0, 100*time.Second, 12
+		}, "windows.max_open_windows: 12 is below the 13 windows"}, // ⌈101/10⌉ + 2
 		{"negative window cap", func(c *Config) { c.Windows.MaxOpenWindows = -1 }, "windows.max_open_windows: must not be negative"},
 		{"unit cap", func(c *Config) { c.Bounds.MaxUnits = 1000 }, ""},
 		{"negative unit cap", func(c *Config) { c.Bounds.MaxUnits = -5 }, "bounds.max_units: must not be negative"},
@@ -112,16 +128,17 @@ func TestMemoryGuardDefaultsAndValidation(t *testing.T) {
 	}
 }
 
-// TestMaxOpenWindowsDropsFarFuture: an event with a bogus far-future time
-// that would open a window beyond windows.max_open_windows while the open
-// windows cannot close (partition 1's watermark holds them) is dropped and
-// counted as skipped "too_many_windows"; a flood of such events never holds
-// more than the cap.
+// TestMaxOpenWindowsDropsFarFuture: windows.max_open_windows counts from
+// the first window not yet published. An event with a bogus far-future
+// time (max_skew off) lands beyond it and is dropped and counted as
+// skipped "too_many_windows"; a unit opening one window after another
+// never holds more than the cap; a backlog read between two ticks closes
+// windows instead of dropping events.
 func TestMaxOpenWindowsDropsFarFuture(t *testing.T) {
 	const year = int64(365 * 24 * 3600 * 1000) // ms
 	t.Run("one far-future event", func(t *testing.T) {
 		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
-		c.Windows.AllowedLateness = 20 * time.Second // size 10s: ⌈20/10⌉ + 2 = 4 windows at most
+		c.Windows.AllowedLateness = 10 * time.Second // size 10s, idle 2s: ⌈12/10⌉ + 2 = 4 windows at most
 		c.Windows.MaxOpenWindows = 4
 		c.Windows.MaxSkew = 0 // the cap alone: max_skew would drop the event first (TestMaxSkewDropsFarFuture)
 		f := newFeeder(t, c, 2)
@@ -132,7 +149,7 @@ func TestMaxOpenWindowsDropsFarFuture(t *testing.T) {
 				t.Fatalf("after event %d: %d windows open, want %d", i, n, i+1)
 			}
 		}
-		if n := f.feed(0, testEvent{"u2", "north", "a", 1, testBase + 1000*year}); n != 4 {
+		if n := f.feedAt(0, testEvent{"u2", "north", "a", 1, testBase + 1000*year}, testBase+31000); n != 4 {
 			t.Errorf("far-future event: %d windows open, want 4 (the cap)", n)
 		}
 		if got := f.co.agg.Stats().Events[windows.TooManyWindows]; got != 1 {
@@ -148,29 +165,31 @@ func TestMaxOpenWindowsDropsFarFuture(t *testing.T) {
 			t.Errorf("%d windows closed, want none (partition 1 holds the watermark)", len(f.closed))
 		}
 	})
-	t.Run("flood at the default cap", func(t *testing.T) {
+	t.Run("one unit opening windows ahead, at the default cap", func(t *testing.T) {
 		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
 		c.Windows.MaxOpenWindows = DefaultMaxOpenWindows
+		c.Windows.MaxSkew = 0 // else its events beyond 5 minutes ahead are too_far_ahead
 		f := newFeeder(t, c, 2)
 		f.feed(1, testEvent{"u0", "north", "a", 1, testBase}) // holds the watermark
-		// 100 events, each in a new far-future window (increasing times, so
-		// none is late); nothing can close.
+		// 100 events, each in the next window, all arriving at testBase:
+		// nothing can close.
 		const n = 100
 		var peak int64
 		for i := range n {
-			peak = max(peak, f.feed(0, testEvent{"u", "north", "a", 1, testBase + year + int64(i)*testSize.Milliseconds()}))
+			peak = max(peak, f.feedAt(0, testEvent{"u", "north", "a", 1, testBase + int64(i)*testSize.Milliseconds()}, testBase))
 		}
 		if peak != DefaultMaxOpenWindows {
 			t.Errorf("peak open windows %d, want %d (the cap)", peak, DefaultMaxOpenWindows)
 		}
-		want := float64(n - (DefaultMaxOpenWindows - 1)) // partition 1's window holds one slot
+		want := float64(n - DefaultMaxOpenWindows) // windows 0 … 63 after the first unpublished one are open
 		if got := f.skipped(t, "too_many_windows"); got != want {
 			t.Errorf(`events_skipped_total{reason="too_many_windows"} = %v, want %v`, got, want)
 		}
 	})
 	t.Run("catch-up closes windows instead of dropping", func(t *testing.T) {
 		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
-		c.Windows.MaxOpenWindows = 3 // the smallest for size 10s, lateness 1s
+		c.Windows.MaxSkew = 0
+		c.Windows.MaxOpenWindows = 3 // the smallest for size 10s, lateness 1s, idle 2s without max_skew
 		f := newFeeder(t, c, 1)
 		// A backlog of 100 consecutive windows consumed between two ticks:
 		// each new window finds the older ones closable, so the cap is met
@@ -201,14 +220,10 @@ func TestMaxUnitsDropsCounted(t *testing.T) {
 	for _, e := range s.events {
 		f.feed(0, e)
 	}
+	// The sentinel's arrival closes the 3 windows.
 	f.feed(0, testEvent{"sentinel", "north", "a", 0, testBase + 3*testSize.Milliseconds() + c.Windows.AllowedLateness.Milliseconds()})
-	now := time.UnixMilli(testBase)
-	var ws []windows.Window
-	for range 3 {
-		ws = append(ws, f.co.poll(now)...)
-		now = now.Add(c.Windows.IdleTimeout)
-	}
-	f.op.m.windowDrops(ws)
+	ws := f.co.poll()
+	f.op.observeClosed(ws)
 	if len(ws) < 3 {
 		t.Fatalf("%d windows closed, want ≥ 3", len(ws))
 	}

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,20 +14,37 @@ import (
 // methods on it and never reads it back, so metrics stay out of the logic.
 // Labels carry only configuration names (topics, aggregates, mechanisms,
 // skip reasons) and partition numbers, never event content.
+//
+// The metrics fall in two classes (see the README's metrics table):
+//
+//   - operational metrics do not depend on the units' data beyond what
+//     the output and state topics publish anyway: configuration (budgets,
+//     noise scales), broker operations (errors, rebalances, readiness),
+//     windows closed and published (windows are emitted contiguously in
+//     event time, empty ones included, so their number is the span of
+//     event time already released, which the state topic records), and
+//     releases written or found already published with the publication
+//     latency (a post-processing of the private output). They are always
+//     registered. One residue: dead letters are written only when there
+//     is bad input, so broker_errors_total{op="dead_letter"} can move only
+//     then (a broker failure is needed too).
+//   - sensitive metrics are exact functions of the input events: messages
+//     in, decoded and skipped per reason, late, dead-lettered, groups
+//     withheld by private selection, windows holding events, the consumer
+//     lag (exact message counts) and offset commits (a commit is made only
+//     when the committable offset moved, so in a quiet period one unit's
+//     bad or late message adds one). One unit changes them by an
+//     exact amount — a lone unit's group shows up in the number of groups
+//     withheld, which defeats private group selection — so they are
+//     registered only when observability.sensitive_metrics is on, and
+//     their help text says so. When it is off, s is nil and every method
+//     that feeds them returns at once.
 type metrics struct {
-	eventsIn       *prometheus.CounterVec
-	decoded        prometheus.Counter
-	skipped        *prometheus.CounterVec
-	late           prometheus.Counter
-	deadLettered   prometheus.Counter
-	windowsOpen    prometheus.Gauge
 	windowsClosed  prometheus.Counter
 	windowsPub     prometheus.Counter
 	releasesPub    prometheus.Counter
 	releasesDup    prometheus.Counter
-	groupsDropped  prometheus.Counter
 	publishLatency prometheus.Histogram
-	lag            *prometheus.GaugeVec
 	noiseScale     *prometheus.GaugeVec
 	spentEps       prometheus.Gauge
 	spentDelta     prometheus.Gauge
@@ -34,46 +52,51 @@ type metrics struct {
 	windowDelta    prometheus.Gauge
 	totalEps       prometheus.Gauge
 	totalDelta     prometheus.Gauge
-	commits        prometheus.Counter
 	brokerErrors   *prometheus.CounterVec
 	rebalances     prometheus.Counter
 	ready          prometheus.Gauge
+
+	// s holds the sensitive metrics; nil unless
+	// observability.sensitive_metrics is on.
+	s *sensitiveMetrics
+}
+
+// sensitiveMetrics are the metrics that count input data exactly.
+type sensitiveMetrics struct {
+	eventsIn       *prometheus.CounterVec
+	decoded        prometheus.Counter
+	skipped        *prometheus.CounterVec
+	late           prometheus.Counter
+	deadLettered   prometheus.Counter
+	windowsOpen    prometheus.Gauge
+	groupsWithheld prometheus.Counter
+	lag            *prometheus.GaugeVec
+	commits        prometheus.Counter
 	// skip counters per schema.Reason and input counters per topic,
 	// resolved once (hot path).
 	skipByReason [schema.NumReasons]prometheus.Counter
 	inByTopic    map[string]prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// sensitiveHelp ends the help text of every sensitive metric.
+const sensitiveHelp = " Exact count of input data: sensitive (registered only with observability.sensitive_metrics)."
+
+// newMetrics registers the operational metrics in reg, and the sensitive
+// ones too when sensitive is true.
+func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 	const ns = "dpstream"
 	m := &metrics{
-		eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",
-			Help: "Input messages received, per topic."}, []string{"topic"}),
-		decoded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_decoded_total",
-			Help: "Input messages decoded into events."}),
-		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_skipped_total",
-			Help: "Input messages skipped, per reason (schema reasons, not_public_group, windows statuses such as too_many_windows, and unit_cap / group_cap counted when a window closes)."}, []string{"reason"}),
-		late: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_late_total",
-			Help: "Events for windows that were already closed, dropped."}),
-		deadLettered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_dead_lettered_total",
-			Help: "Bad input messages written to the dead-letter topic."}),
-		windowsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "windows_open",
-			Help: "Windows currently open."}),
 		windowsClosed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "windows_closed_total",
-			Help: "Windows closed."}),
+			Help: "Windows closed (windows are emitted contiguously in event time, empty ones included)."}),
 		windowsPub: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "windows_published_total",
 			Help: "Windows whose releases were all acknowledged by the brokers."}),
 		releasesPub: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "releases_published_total",
-			Help: "Release messages written and acknowledged."}),
+			Help: "Release messages written and acknowledged (what the output topic shows)."}),
 		releasesDup: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "releases_already_published_total",
 			Help: "Release messages not written because their key was already published (replay after a restart)."}),
-		groupsDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "groups_not_selected_total",
-			Help: "Groups withheld by differentially private group selection."}),
 		publishLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "publish_latency_seconds",
 			Help:    "From a window's close to the acknowledgement of all its releases.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag",
-			Help: "Messages between the last one processed and the partition's high watermark."}, []string{"topic", "partition"}),
 		noiseScale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "noise_scale",
 			Help: "Noise scale of the last window, per aggregate, series and mechanism."}, []string{"aggregate", "series", "mechanism"}),
 		spentEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_spent_epsilon",
@@ -88,8 +111,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "The configured total ε: per horizon, or per window without a horizon."}),
 		totalDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_total_delta",
 			Help: "The configured total δ: per horizon, or per window without a horizon."}),
-		commits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "offset_commits_total",
-			Help: "Successful input offset commits."}),
 		brokerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "broker_errors_total",
 			Help: "Errors talking to the brokers, per operation (retried)."}, []string{"op"}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "rebalances_total",
@@ -97,41 +118,129 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
 			Help: "1 when the operator consumes with a full assignment, else 0."}),
 	}
-	cs := []prometheus.Collector{m.eventsIn, m.decoded, m.skipped, m.late, m.deadLettered, m.windowsOpen,
-		m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.groupsDropped, m.publishLatency, m.lag,
-		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta, m.commits, m.brokerErrors,
-		m.rebalances, m.ready}
+	cs := []prometheus.Collector{m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.publishLatency,
+		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta,
+		m.brokerErrors, m.rebalances, m.ready}
+	if sensitive {
+		s := &sensitiveMetrics{
+			eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",
+				Help: "Input messages received, per topic." + sensitiveHelp}, []string{"topic"}),
+			decoded: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_decoded_total",
+				Help: "Input messages decoded into events." + sensitiveHelp}),
+			skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_skipped_total",
+				Help: "Input messages skipped, per reason (schema reasons, not_public_group, windows statuses such as too_many_windows, and unit_cap / group_cap counted when a window closes)." + sensitiveHelp}, []string{"reason"}),
+			late: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_late_total",
+				Help: "Events for windows that were already closed, dropped." + sensitiveHelp}),
+			deadLettered: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "events_dead_lettered_total",
+				Help: "Bad input messages written to the dead-letter topic." + sensitiveHelp}),
+			windowsOpen: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "windows_open",
+				Help: "Windows currently holding events." + sensitiveHelp}),
+			groupsWithheld: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "groups_not_selected_total",
+				Help: "Groups withheld by differentially private group selection (one unit alone in a group changes it by one)." + sensitiveHelp}),
+			lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "consumer_lag",
+				Help: "Messages between the last one processed and the partition's high watermark." + sensitiveHelp}, []string{"topic", "partition"}),
+			commits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "offset_commits_total",
+				Help: "Successful input offset commits (one is made only when the committable offset moved)." + sensitiveHelp}),
+			inByTopic: map[string]prometheus.Counter{},
+		}
+		cs = append(cs, s.eventsIn, s.decoded, s.skipped, s.late, s.deadLettered, s.windowsOpen, s.groupsWithheld, s.lag, s.commits)
+		for r := range schema.NumReasons {
+			s.skipByReason[r] = s.skipped.WithLabelValues(schema.Reason(r).String())
+		}
+		m.s = s
+	}
 	for _, c := range cs {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
 	}
-	m.inByTopic = map[string]prometheus.Counter{}
-	for r := range schema.NumReasons {
-		m.skipByReason[r] = m.skipped.WithLabelValues(schema.Reason(r).String())
-	}
 	return m, nil
 }
 
+// sensitive reports whether the sensitive metrics (and the exact counts in
+// logs) are on.
+func (m *metrics) sensitive() bool { return m.s != nil }
+
+// eventIn counts one input message of topic (sensitive). It is called for
+// every message: small enough to inline, so that with sensitive metrics
+// off it costs one nil check.
 func (m *metrics) eventIn(topic string) {
-	c, ok := m.inByTopic[topic]
+	if m.s != nil {
+		m.s.eventIn(topic)
+	}
+}
+
+func (s *sensitiveMetrics) eventIn(topic string) {
+	c, ok := s.inByTopic[topic]
 	if !ok {
-		c = m.eventsIn.WithLabelValues(topic)
-		m.inByTopic[topic] = c
+		c = s.eventsIn.WithLabelValues(topic)
+		s.inByTopic[topic] = c
 	}
 	c.Inc()
 }
 
-func (m *metrics) skip(r schema.Reason) {
-	if int(r) < len(m.skipByReason) {
-		m.skipByReason[r].Inc()
-		return
+// decodedEvent counts one message decoded into an event (sensitive).
+func (m *metrics) decodedEvent() {
+	if m.s != nil {
+		m.s.decoded.Inc()
 	}
-	m.skipped.WithLabelValues(r.String()).Inc()
 }
 
-func (m *metrics) setLag(topic string, partition int, lag int64) {
-	m.lag.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(lag))
+// skip counts one message skipped as bad input for reason r (sensitive).
+func (m *metrics) skip(r schema.Reason) {
+	if m.s != nil {
+		m.s.skip(r)
+	}
+}
+
+func (s *sensitiveMetrics) skip(r schema.Reason) {
+	if int(r) < len(s.skipByReason) {
+		s.skipByReason[r].Inc()
+		return
+	}
+	s.skipped.WithLabelValues(r.String()).Inc()
+}
+
+// skipNamed counts one decoded event skipped for a reason outside the
+// schema's (not_public_group, a windows status) (sensitive).
+func (m *metrics) skipNamed(reason string) {
+	if m.s != nil {
+		m.s.skipped.WithLabelValues(reason).Inc()
+	}
+}
+
+// lateEvent counts one event of an already closed window (sensitive).
+func (m *metrics) lateEvent() {
+	if m.s != nil {
+		m.s.late.Inc()
+	}
+}
+
+// deadLetter counts n messages written to the dead-letter topic
+// (sensitive).
+func (m *metrics) deadLetter(n int) {
+	if m.s != nil {
+		m.s.deadLettered.Add(float64(n))
+	}
+}
+
+// committed counts one successful offset commit (sensitive).
+func (m *metrics) committed() {
+	if m.s != nil {
+		m.s.commits.Inc()
+	}
+}
+
+// tick updates the gauges read from the core on every tick: windows
+// holding events and the consumer lag (sensitive; the core is not asked
+// when they are off).
+func (m *metrics) tick(c *core) {
+	s := m.s
+	if s == nil {
+		return
+	}
+	s.windowsOpen.Set(float64(c.openWindows()))
+	c.lags(func(t tp, lag int64) { s.lag.WithLabelValues(t.topic, strconv.Itoa(t.partition)).Set(float64(lag)) })
 }
 
 // Skip reasons of events dropped by the windows package's memory caps,
@@ -141,20 +250,71 @@ const (
 	reasonGroupCap = "group_cap"
 )
 
-// windowDrops counts the events the memory caps dropped from closed
-// windows: bounds.max_units (unit_cap) and windows.max_open_groups
-// (group_cap). It returns the number of windows in which the group cap was
-// reached.
-func (m *metrics) windowDrops(ws []windows.Window) (groupCapped int) {
+// windowsClosedBatch counts the windows one poll closed and the events the
+// memory caps dropped from them: bounds.max_units (unit_cap) and
+// windows.max_open_groups (group_cap), the latter two sensitive. It returns
+// the number of windows in which the group cap was reached (for the
+// warning; never exported unless sensitive).
+func (m *metrics) windowsClosedBatch(ws []windows.Window) (groupCapped int) {
+	m.windowsClosed.Add(float64(len(ws)))
 	for i := range ws {
 		d := ws[i].Drops
+		if d.GroupCap > 0 {
+			groupCapped++
+		}
+		if m.s == nil {
+			continue
+		}
 		if d.UnitCap > 0 {
-			m.skipped.WithLabelValues(reasonUnitCap).Add(float64(d.UnitCap))
+			m.s.skipped.WithLabelValues(reasonUnitCap).Add(float64(d.UnitCap))
 		}
 		if d.GroupCap > 0 {
-			m.skipped.WithLabelValues(reasonGroupCap).Add(float64(d.GroupCap))
-			groupCapped++
+			m.s.skipped.WithLabelValues(reasonGroupCap).Add(float64(d.GroupCap))
 		}
 	}
 	return groupCapped
+}
+
+// windowPublished counts one published window: its releases written and
+// already published, its publication latency, and (sensitive) the groups
+// private selection withheld.
+func (m *metrics) windowPublished(releases, dup, withheld int, lat time.Duration) {
+	m.windowsPub.Inc()
+	m.releasesPub.Add(float64(releases))
+	m.releasesDup.Add(float64(dup))
+	m.publishLatency.Observe(lat.Seconds())
+	if m.s != nil {
+		m.s.groupsWithheld.Add(float64(withheld))
+	}
+}
+
+// logArgs returns the key-value pairs of a log line: args, followed by
+// counts only when the sensitive metrics are on. counts are exact
+// functions of the input data (groups withheld, windows holding events …),
+// which logs must not carry by default.
+func (m *metrics) logArgs(args []any, counts ...any) []any {
+	if m.s == nil {
+		return args
+	}
+	return append(args, counts...)
+}
+
+// observeClosed counts the windows one poll closed and warns when the
+// group cap was reached in any of them (the number of such windows only
+// with sensitive metrics on).
+func (o *Operator) observeClosed(ws []windows.Window) {
+	if n := o.m.windowsClosedBatch(ws); n > 0 {
+		o.log.Warn("windows.max_open_groups was reached: these windows' releases are not covered by the privacy guarantee; raise the cap",
+			o.m.logArgs([]any{"max_open_groups", o.cfg.Windows.MaxOpenGroups}, "windows", n)...)
+	}
+}
+
+// observePublished counts and logs one published window w: releases
+// written, releases already published, groups withheld by private group
+// selection (counted and logged only with sensitive metrics on) and the
+// latency from its close.
+func (o *Operator) observePublished(w *windows.Window, releases, dup, withheld int, lat time.Duration) {
+	o.m.windowPublished(releases, dup, withheld, lat)
+	o.log.Info("window published", o.m.logArgs([]any{"start", tsString(w.Start), "releases", releases,
+		"already_published", dup, "latency", lat}, "groups_withheld", withheld)...)
 }

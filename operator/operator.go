@@ -107,7 +107,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 		o.reg = prometheus.NewRegistry()
 		o.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	}
-	m, err := newMetrics(o.reg)
+	m, err := newMetrics(o.reg, cfg.Observability.SensitiveMetrics)
 	if err != nil {
 		return nil, fmt.Errorf("operator: registering metrics: %w", err)
 	}
@@ -118,6 +118,9 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	}
 	o.plan, err = newPlan(cfg, dec, windowsConfig(cfg, dec.NumBuckets()))
 	if err != nil {
+		return nil, err
+	}
+	if o.plan.digest, err = ReleaseDigest(cfg); err != nil {
 		return nil, err
 	}
 	o.instance = cfg.Kafka.Instance
@@ -237,7 +240,7 @@ func (o *Operator) Run(ctx context.Context) error {
 			return err
 		}
 		o.health.set(false, "reading the state and output topics")
-		r, err := recoverState(ctx, cl, k.stateTopic(), k.GroupID, k.OutputTopic)
+		r, err := recoverState(ctx, cl, k.stateTopic(), k.GroupID, k.OutputTopic, k.namespace())
 		if err != nil {
 			return err
 		}
@@ -251,8 +254,10 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "published_pending", len(rec.published),
+	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
+		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
 		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
+	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
 
 	w := &kafka.Writer{
 		Addr:         kafka.TCP(cl.brokers...),
@@ -264,6 +269,17 @@ func (o *Operator) Run(ctx context.Context) error {
 		MaxAttempts:  3,
 	}
 	defer w.Close()
+
+	st := &runState{cl: cl, w: w, rec: &rec}
+	if err := o.resume(ctx, st); err != nil {
+		o.health.set(false, "refused to start: see the log")
+		if ctx.Err() != nil {
+			return nil
+		}
+		o.log.Error("refusing to start", "err", err)
+		return err
+	}
+	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16])
 
 	startOffset := kafka.FirstOffset
 	if k.StartOffset == "latest" {
@@ -290,7 +306,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	}
 	defer group.Close()
 
-	st := &runState{cl: cl, w: w, rec: &rec}
 	for {
 		o.health.set(false, "joining the consumer group")
 		gen, err := group.Next(ctx)
@@ -323,9 +338,132 @@ func (o *Operator) Run(ctx context.Context) error {
 
 // runState is what survives across generations.
 type runState struct {
-	cl  *clients
-	w   *kafka.Writer
-	rec *recovered // closedThrough and the keys published after it
+	cl   *clients
+	w    *kafka.Writer
+	rec  *recovered // closedThrough, the ledger and the keys published after closedThrough
+	from int64      // the first window this run may release (see resume)
+}
+
+// emitFrom is the first window a generation may release: the window after
+// the last final one, and never before the run's first window.
+func (st *runState) emitFrom(p *plan) int64 {
+	if st.rec.closedThrough == noClosedWindow {
+		return st.from
+	}
+	return max(st.from, p.alignUp(st.rec.closedThrough))
+}
+
+// resume prepares a run from what earlier runs left in the state topic:
+//
+//  1. An unfinished publication (a crash between a batch's intent and its
+//     final state record) is completed first, with exactly the recorded
+//     messages, so that every key of a window comes from one snapshot
+//     under one configuration.
+//  2. The first window to release is fixed without looking at the data:
+//     after the last final window; on a deployment's first start,
+//     windows.start or else the first window after now; never a window
+//     whose release is already in the output topic. A lost state record
+//     with windows.start set and a consumer group that has consumed before
+//     is refused: dpstream could not tell which windows were published.
+//     A windows.start later than that postpones the first release to it.
+//  3. The budget ledger is checked against this configuration (a change in
+//     the middle of a horizon must not overspend it, see plan.reconcile).
+//  4. On a first start the origin is recorded before anything is consumed.
+func (o *Operator) resume(ctx context.Context, st *runState) error {
+	k := o.cfg.Kafka
+	rec := st.rec
+	writeState := func(s stateRecord) error {
+		return o.retry(ctx, "state", func(c context.Context) error {
+			sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, s)
+			if err != nil {
+				return err
+			}
+			return st.w.WriteMessages(c, sm)
+		})
+	}
+	if in := rec.intentRec; in != nil {
+		var todo []kafka.Message
+		for _, m := range rec.intent {
+			if _, ok := rec.published[string(m.Key)]; ok {
+				continue
+			}
+			m.Topic = k.OutputTopic
+			todo = append(todo, m)
+		}
+		if len(todo) > 0 {
+			if err := o.retry(ctx, "publish", func(c context.Context) error { return st.w.WriteMessages(c, todo...) }); err != nil {
+				return err
+			}
+		}
+		if err := writeState(stateRecord{ClosedThrough: in.Through, Origin: rec.origin, Digest: in.Digest, Ledger: in.Ledger}); err != nil {
+			return err
+		}
+		o.log.Info("completed an unfinished publication", "through", tsString(in.Through),
+			"written", len(todo), "already_published", len(rec.intent)-len(todo))
+		rec.closedThrough, rec.digest, rec.ledger = in.Through, in.Digest, in.Ledger
+		rec.intent, rec.intentRec = nil, nil
+		for key, end := range rec.published {
+			if end <= rec.closedThrough {
+				delete(rec.published, key)
+			}
+		}
+	}
+
+	start, hasStart := o.cfg.Windows.startMillis()
+	var from int64
+	switch {
+	case rec.closedThrough != noClosedWindow:
+		from = o.plan.alignUp(rec.closedThrough)
+	case rec.origin != 0:
+		from = rec.origin
+	default:
+		if !rec.found {
+			consumed, err := st.cl.committedOffsets(ctx, k.GroupID, k.InputTopics...)
+			if err != nil {
+				return err
+			}
+			switch {
+			case consumed && hasStart:
+				return fmt.Errorf("%w: consumer group %s has committed offsets but the state topic %s has no record for it "+
+					"(the state was lost, or kafka.output_topic / kafka.state_topic changed), and windows.start is set: dpstream cannot tell "+
+					"which windows were already published, and publishing them again would spend their budget twice. Restore the state topic, "+
+					"remove windows.start (the first release is then the first window after now), or set it after the last window published",
+					ErrState, k.GroupID, k.stateTopic())
+			case consumed:
+				o.log.Warn("the consumer group has committed offsets but the state topic has no record for it; "+
+					"releasing only windows after now", "group_id", k.GroupID, "state_topic", k.stateTopic())
+			}
+		}
+		if hasStart {
+			from = o.plan.alignUp(start)
+		} else {
+			from = o.plan.windowAfter(o.now())
+		}
+	}
+	if rec.lastEnd != noClosedWindow && rec.lastEnd > from {
+		// Releases of this namespace already in the output topic (a state
+		// record written by hand, or lost): never release those windows
+		// again.
+		o.log.Warn("the output topic holds releases after the recorded state; releasing only later windows",
+			"first_window", tsString(o.plan.alignUp(rec.lastEnd)))
+		from = o.plan.alignUp(rec.lastEnd)
+	}
+	if hasStart && o.plan.alignUp(start) > from {
+		from = o.plan.alignUp(start)
+	}
+	l, err := o.plan.reconcile(rec.ledger, from)
+	if err != nil {
+		return err
+	}
+	rec.ledger = l
+	if rec.origin == 0 {
+		rec.origin = from
+		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: from, Digest: o.plan.digest, Ledger: rec.ledger}); err != nil {
+			return err
+		}
+	}
+	st.from = from
+	return nil
 }
 
 // runGeneration consumes one consumer group generation. It returns nil when
@@ -376,7 +514,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		return nil
 	}
 
-	c, err := newCore(o.cfg, o.plan, o.key, st.rec.closedThrough)
+	c, err := newCore(o.cfg, o.plan, o.key, st.emitFrom(o.plan))
 	if err != nil {
 		return err
 	}
@@ -416,7 +554,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			if err := o.retry(c2, "dead_letter", func(c3 context.Context) error { return st.w.WriteMessages(c3, dlq...) }); err != nil {
 				return // keep them; offsets below stay uncommitted
 			}
-			o.m.deadLettered.Add(float64(len(dlq)))
+			o.m.deadLetter(len(dlq))
 			dlq = dlq[:0]
 		}
 		offs := c.commitOffsets()
@@ -428,7 +566,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			o.log.Warn("committing offsets failed; will retry", "err", err)
 			return
 		}
-		o.m.commits.Inc()
+		o.m.committed()
 		committed = offs
 	}
 
@@ -478,15 +616,11 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		if pending >= cap(jobs) {
 			return // the publisher is behind (broker down): back-pressure
 		}
-		ws := c.poll(o.now())
+		ws := c.poll()
 		if len(ws) == 0 {
 			return
 		}
-		o.m.windowsClosed.Add(float64(len(ws)))
-		if n := o.m.windowDrops(ws); n > 0 {
-			o.log.Warn("windows.max_open_groups was reached: these windows' releases are not covered by the privacy guarantee; raise the cap",
-				"windows", n, "max_open_groups", o.cfg.Windows.MaxOpenGroups)
-		}
+		o.observeClosed(ws)
 		jobs <- job{ws, o.now()}
 		pending++
 	}
@@ -540,8 +674,10 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			}
 		case <-tick.C:
 			pollClosed()
-			o.m.windowsOpen.Set(float64(c.openWindows()))
-			c.lags(func(t tp, lag int64) { o.m.setLag(t.topic, t.partition, lag) })
+			// Then the partitions read to their end move with the clock:
+			// the windows that closes are published at the next tick.
+			c.applyCaughtUp()
+			o.m.tick(c)
 			if o.now().Sub(lastCommit) >= k.CommitInterval {
 				flushAndCommit(gctx)
 				lastCommit = o.now()
@@ -585,74 +721,118 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				o.log.Warn("drain: publishing closed windows failed", "err", err)
 			}
 			flushAndCommit(dctx)
-			o.log.Info("drained", "generation", gen.ID, "open_windows", c.openWindows())
+			o.log.Info("drained", o.m.logArgs([]any{"generation", gen.ID}, "open_windows", c.openWindows())...)
 			return nil
 		}
 	}
 }
 
-// consume feeds one decoded message to the core and counts the outcome.
-// An event dropped by windows.max_open_windows is retried once after
-// makeRoom (if not nil) closed the windows the watermark allows, so that
-// only windows that are really open count against the cap.
+// consume feeds one decoded message (or a fetcher's caught-up marker) to
+// the core and counts the outcome. An event dropped by
+// windows.max_open_windows is retried once after makeRoom (if not nil)
+// closed the windows the watermark allows, so that only windows that are
+// really open count against the cap.
 func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom func() bool) {
 	m := &it.m
+	if !it.caughtUp.IsZero() {
+		c.handleItem(it) // not a message: advances the partition's watermark
+		return
+	}
 	o.m.eventIn(m.Topic)
 	out, reason, status := c.handleItem(it)
 	if status == windows.TooManyWindows && makeRoom != nil && makeRoom() {
 		// Safe to repeat: the first Add changed only the partition's
-		// watermark (to at least this event's time) and the core's next
-		// offset (to the same value).
+		// watermark (to this event's arrival time, which it sets again)
+		// and the core's next offset (to the same value).
 		out, reason, status = c.handleItem(it)
 	}
-	switch out {
-	case outAccepted:
-		o.m.decoded.Inc()
-	case outSkipped:
-		o.m.skip(reason)
+	deadLetter := func(why string) {
 		if o.cfg.Kafka.DeadLetterTopic != "" {
 			*dlq = append(*dlq, kafka.Message{
 				Topic: o.cfg.Kafka.DeadLetterTopic, Key: m.Key, Value: m.Value,
 				Headers: []kafka.Header{
-					{Key: "dpstream-reason", Value: []byte(reason.String())},
+					{Key: "dpstream-reason", Value: []byte(why)},
 					{Key: "dpstream-source", Value: []byte(m.Topic + "/" + strconv.Itoa(m.Partition) + "/" + strconv.FormatInt(m.Offset, 10))},
 				},
 			})
 		}
+	}
+	switch out {
+	case outAccepted:
+		o.m.decodedEvent()
+	case outSkipped:
+		o.m.skip(reason)
+		deadLetter(reason.String())
+	case outNoTime:
+		// Without a record timestamp there is no trusted arrival time to
+		// judge the event by: bad input.
+		if it.reason == schema.ReasonNone {
+			o.m.decodedEvent()
+		}
+		o.m.skipNamed(noTimestampReason)
+		deadLetter(noTimestampReason)
 	case outLate:
-		o.m.decoded.Inc()
-		o.m.late.Inc()
+		o.m.decodedEvent()
+		o.m.lateEvent()
 	case outNotPublic:
-		o.m.decoded.Inc()
-		o.m.skipped.WithLabelValues("not_public_group").Inc()
+		o.m.decodedEvent()
+		o.m.skipNamed("not_public_group")
 	default:
-		o.m.decoded.Inc()
-		o.m.skipped.WithLabelValues(status.String()).Inc()
+		o.m.decodedEvent()
+		o.m.skipNamed(status.String())
 	}
 }
 
-// publish writes the releases of the closed windows ws (in order), then the
-// state record; it retries until done or ctx ends.
+// publish writes the releases of the closed windows ws (in order) and
+// records them final; it retries until done or ctx ends. Three steps, each
+// durable before the next: the publication intent (the encoded releases
+// and the ledger after them, in the state topic), the releases (output
+// topic), the state record saying they are final. A crash after the first
+// step is completed by the next start from the intent (see resume).
 func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, closedAt time.Time) error {
 	k := o.cfg.Kafka
 	type done struct {
-		w   *windows.Window
-		out []outMsg
-		dup int
-		wh  int
+		w     *windows.Window
+		out   []outMsg
+		dup   int
+		wh    int
+		spent schema.Budget
 	}
 	var all []done
 	var msgs []kafka.Message
+	l := st.rec.ledger
 	for i := range ws {
 		w := &ws[i]
-		out, dup, wh, err := o.plan.releaseWindow(w, o.key, k.namespace(), o.instance, st.rec.published)
+		out, dup, wh, err := o.plan.releaseWindowAt(w, o.key, k.namespace(), o.instance, st.rec.published, l)
 		if err != nil {
 			return err
 		}
+		l = o.plan.advance(l, w.Start, w.End)
 		for _, r := range out {
 			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value})
 		}
-		all = append(all, done{w, out, dup, wh})
+		all = append(all, done{w, out, dup, wh, l.Spent})
+	}
+	closedThrough := ws[len(ws)-1].End
+	final := stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l}
+	if len(msgs) > 0 {
+		before := stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger}
+		err := o.retry(ctx, "intent", func(c context.Context) error {
+			im, err := intentMessages(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, before,
+				intentRecord{Through: closedThrough, Ledger: l, Digest: o.plan.digest}, msgs)
+			if err != nil {
+				return err
+			}
+			// The chunks, then the record pointing at them: two calls, so
+			// that the record can never be durable before its chunks.
+			if err := st.w.WriteMessages(c, im[:len(im)-1]...); err != nil {
+				return err
+			}
+			return st.w.WriteMessages(c, im[len(im)-1])
+		})
+		if err != nil {
+			return err
+		}
 	}
 	if o.crash != nil && len(msgs) > 1 && o.crash("half") {
 		// Tests: a crash in the middle of a window's publication.
@@ -667,7 +847,6 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	if o.crash != nil && o.crash("releases") {
 		return errCrash
 	}
-	closedThrough := ws[len(ws)-1].End
 	for _, d := range all {
 		for _, r := range d.out {
 			st.rec.published[r.key] = d.w.End
@@ -676,7 +855,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	// Record that these windows are final before their events stop
 	// holding back commits.
 	err := o.retry(ctx, "state", func(c context.Context) error {
-		sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, closedThrough)
+		sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, final)
 		if err != nil {
 			return err
 		}
@@ -688,6 +867,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	if o.crash != nil && o.crash("state") {
 		return errCrash
 	}
+	st.rec.ledger = l
 	st.rec.closedThrough = closedThrough
 	for key, end := range st.rec.published {
 		if end <= closedThrough {
@@ -696,18 +876,11 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	}
 	lat := o.now().Sub(closedAt)
 	for _, d := range all {
-		o.m.windowsPub.Inc()
-		o.m.releasesPub.Add(float64(len(d.out)))
-		o.m.releasesDup.Add(float64(d.dup))
-		o.m.groupsDropped.Add(float64(d.wh))
-		o.m.publishLatency.Observe(lat.Seconds())
+		o.observePublished(d.w, len(d.out), d.dup, d.wh, lat)
 		if len(d.out) > 0 {
-			sp, _ := o.plan.spent(d.w.Start)
-			o.m.spentEps.Set(sp.Epsilon)
-			o.m.spentDelta.Set(sp.Delta)
+			o.m.spentEps.Set(d.spent.Epsilon)
+			o.m.spentDelta.Set(d.spent.Delta)
 		}
-		o.log.Info("window published", "start", tsString(d.w.Start), "releases", len(d.out),
-			"already_published", d.dup, "groups_withheld", d.wh, "latency", lat)
 		if o.hook != nil {
 			rels := make([]schema.Release, len(d.out))
 			for i, r := range d.out {
@@ -804,6 +977,7 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 			continue
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(fetchMaxWait + 10*time.Second))
+		issued := o.now() // before the broker takes the high watermark below
 		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 8 << 20, MaxWait: fetchMaxWait})
 		hwm := batch.HighWaterMark()
 		msgs := make([]item, 0, 256)
@@ -817,13 +991,31 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 			if m.Offset < offset {
 				continue
 			}
+			// The arrival time: the broker's timestamp, which kafka-go
+			// does not report for LogAppendTime batches.
+			if t, ok := logAppendTime(batch); ok {
+				m.Time = t
+			}
 			m.Topic, m.Partition, m.HighWaterMark = topic, pa.ID, hwm
 			msgs = append(msgs, item{m: m})
 			it := &msgs[len(msgs)-1]
 			decode(dec, it)
 			offset = m.Offset + 1
 		}
+		end := max(offset, batch.Offset()) // past compacted records at the end of the batch
 		cerr := batch.Close()
+		// An empty fetch ends with RequestTimedOut (nothing within
+		// MaxWait), and its high watermark is valid.
+		complete := func(err error) bool {
+			return err == nil || errors.Is(err, io.EOF) || errors.Is(err, kafka.RequestTimedOut)
+		}
+		records := len(msgs)
+		if complete(cerr) && complete(rerr) && end >= hwm {
+			// Read to the end: every later record is appended after the
+			// fetch was issued. The marker follows this fetch's messages,
+			// so the loop sees it after them (see core.caughtUp).
+			msgs = append(msgs, item{m: kafka.Message{Topic: topic, Partition: pa.ID, Offset: end, HighWaterMark: hwm}, caughtUp: issued})
+		}
 		if len(msgs) > 0 {
 			select {
 			case out <- msgs:
@@ -848,7 +1040,7 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 			conn = nil
 		default:
 			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && len(msgs) == 0 {
+			if errors.As(err, &ne) && ne.Timeout() && records == 0 {
 				continue // no data within the wait: fetch again
 			}
 			if !fail("fetch", err) {
@@ -870,7 +1062,7 @@ func (o *Operator) retry(ctx context.Context, op string, fn func(context.Context
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if errors.Is(err, ErrConfig) || errors.Is(err, schema.ErrInvalidRelease) {
+		if errors.Is(err, ErrConfig) || errors.Is(err, ErrState) || errors.Is(err, schema.ErrInvalidRelease) {
 			return err
 		}
 		o.m.brokerErrors.WithLabelValues(op).Inc()

@@ -20,7 +20,9 @@ import (
 
 // noiseDomain prefixes every noise stream id, so that streams of this
 // derivation never coincide with streams used elsewhere with the same key.
-const noiseDomain = "dpstream/release/v1"
+// (v1 streams were keyed by the release key alone; v2 binds the release
+// digest too, see noiseID.)
+const noiseDomain = "dpstream/release/v2"
 
 // windowsConfig maps the operator config onto windows.Config.
 func windowsConfig(c Config, numBuckets int) windows.Config {
@@ -28,7 +30,6 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 		Size:            c.Windows.Size,
 		Offset:          c.Windows.Offset,
 		AllowedLateness: c.Windows.AllowedLateness,
-		IdleTimeout:     c.Windows.IdleTimeout,
 		EventLevel:      c.Schema.UnitField == "",
 		MaxGroups:       c.Bounds.MaxGroups,
 		MaxBuckets:      c.Bounds.MaxBuckets,
@@ -64,13 +65,18 @@ func releaseID(group string, start int64) string {
 	return group + "/" + time.UnixMilli(start).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
 
-// noiseID is the id of the noise stream of one release message: the domain
-// and the message key (which holds the release id, so the namespace). Every
-// message has its own stream, so its noise does not depend on which other
-// messages are published or in which order, and re-publishing a key gives
-// identical bytes.
-func noiseID(key string) string {
-	return noiseDomain + "\x00" + key
+// noiseID is the id of the noise stream of one release message: the
+// domain, the release digest of the configuration (ReleaseDigest) and the
+// message key (which holds the release id, so the namespace). Every message
+// has its own stream, so its noise does not depend on which other messages
+// are published or in which order, and re-publishing a key under the same
+// configuration gives identical bytes. Binding the digest means that a
+// window released again under any other configuration (another budget,
+// bounds, categories or their order, mechanism, group-by, input) draws
+// independent noise: the two releases compose, and can never be
+// subtracted to reveal the exact difference of two true values.
+func noiseID(digest, key string) string {
+	return noiseDomain + "\x00" + digest + "\x00" + key
 }
 
 // outMsg is one encoded release ready to write.
@@ -80,17 +86,30 @@ type outMsg struct {
 	rel   schema.Release
 }
 
-// releaseWindow builds the releases of w, skipping keys already published.
-// It returns the messages to write, the number skipped as already
-// published, and the number of groups withheld by selection.
+// releaseWindow builds the releases of w, skipping keys already published,
+// as the first window of the horizon's ledger (see releaseWindowAt).
 func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, instance string,
 	published map[string]int64) (out []outMsg, dup, withheld int, err error) {
+	return p.releaseWindowAt(w, key, namespace, instance, published, nil)
+}
+
+// releaseWindowAt builds the releases of w, skipping keys already
+// published, with the budget spent so far taken from the ledger l of the
+// windows before it (nil: none in this horizon). It returns the messages to
+// write, the number skipped as already published, and the number of groups
+// withheld by selection.
+func (p *plan) releaseWindowAt(w *windows.Window, key privacy.Key, namespace, instance string,
+	published map[string]int64, l *ledgerRecord) (out []outMsg, dup, withheld int, err error) {
 	id := releaseID(namespace, w.Start)
+	note := p.note
+	if p.digest != "" {
+		note += "; config " + p.digest[:16]
+	}
 	groups := p.groupsOf(w)
 	var selected []windows.Group
 	for _, g := range groups {
 		if p.sel != nil {
-			s := privacy.NewStream(key, noiseID(schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
+			s := privacy.NewStream(key, noiseID(p.digest, schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
 			noisy, err := p.sel.noise.add(s, float64(g.Units))
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: group selection: %w", err)
@@ -102,7 +121,7 @@ func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, inst
 		}
 		selected = append(selected, g)
 	}
-	spent, hz := p.spent(w.Start)
+	spent, hz := p.spentAt(l, w.Start)
 	for _, ap := range p.aggs {
 		for gi := range selected {
 			g := &selected[gi]
@@ -116,12 +135,12 @@ func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, inst
 				ReleaseID: id, WindowStart: w.Start, WindowEnd: w.End,
 				Aggregate: ap.name, Kind: ap.kind,
 				Budget: p.window, Spent: spent, Horizon: hz,
-				Unit: p.unit, Bounds: p.bounds, Instance: instance, Note: p.note,
+				Unit: p.unit, Bounds: p.bounds, Instance: instance, Note: note,
 			}
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}
-			s := privacy.NewStream(key, noiseID(k))
+			s := privacy.NewStream(key, noiseID(p.digest, k))
 			if r.Series, err = p.series(ap, g, s); err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: %s: %w", ap.name, err)
 			}
@@ -225,7 +244,7 @@ func (p *plan) noised(n *vectorNoise, vals []float64, s *privacy.Stream, labels 
 		Sensitivity: schema.Sensitivity{L0: int64(math.Ceil(n.sens.L0)), L1: n.sens.L1, L2: n.sens.L2, LInf: n.sens.Linf},
 		Labels:      labels,
 	}
-	integer := n.kind != realSnapped
+	integer := n.kind == intExact || n.kind == intRounded
 	if integer {
 		sr.Ints = make([]int64, 0, len(vals))
 	} else {
@@ -272,17 +291,11 @@ func (p *plan) mean(sum, cnt schema.Series) schema.Series {
 }
 
 // spent returns the budget spent in the horizon through the window starting
-// at start (the ledger's guarantee for the windows of the horizon so far,
-// this one included, counting every window slot whether or not it had
-// events), and the horizon (zero without a horizon budget).
+// at start when this configuration has published every window of the
+// horizon so far (see spentAt), and the horizon (zero without a horizon
+// budget).
 func (p *plan) spent(start int64) (schema.Budget, schema.Horizon) {
-	if p.horizon == 0 {
-		return p.window, schema.Horizon{}
-	}
-	h := p.horizon.Milliseconds()
-	hs := p.offset + floorDiv(start-p.offset, h)*h
-	k := (start-hs)/p.size + 1 // windows of this horizon so far, this one included
-	return p.ledger.spent(int(k)), schema.Horizon{Start: hs, End: hs + h, Budget: p.horizonB}
+	return p.spentAt(nil, start)
 }
 
 func floorDiv(a, b int64) int64 {

@@ -1,10 +1,13 @@
 package operator
 
 // plan.go decides, once at start, how every window is released: which
-// noise runs on which vector (integer noise for counts, snapped noise for
-// real values), the per-coordinate scales from one joint calibration of all
-// parts of a window over the whole horizon, the automatic mechanism choice,
-// private group selection, and the ledger of the budget spent so far.
+// noise runs on which vector (integer noise for counts; for real values
+// exact rounded Laplace, exact discrete Gaussian on a lattice, or float
+// noise rounded to a grid), the per-coordinate scales from one joint
+// calibration of all parts of a window over the whole horizon after the
+// floating-point residual of float noise is reserved, the automatic
+// mechanism choice, private group selection, and the ledger of the budget
+// spent so far.
 
 import (
 	"errors"
@@ -29,15 +32,19 @@ import (
 // and gaussian-classic, a comparison formula only). Naive float noise leaks
 // through its low bits (Mironov 2012), so:
 //
-//	configured                           integer values            real values (snapped to a grid)
-//	laplace, subbotin:1, discrete-laplace discrete-laplace (exact)  laplace: exact rounded Laplace
-//	gaussian, subbotin:2, discrete-gaussian discrete-gaussian (exact) gaussian: float noise rounded to the grid
-//	logistic, subbotin:R, cauchy, sas:A   same, rounded to integers  same, rounded to the grid
+//	configured                            integer values              real values (clamped, on a power-of-two grid Λ)
+//	laplace, subbotin:1, discrete-laplace discrete-laplace (exact)    laplace: exact rounded Laplace
+//	gaussian, subbotin:2, discrete-gaussian discrete-gaussian (exact) discrete-gaussian on the lattice ΛZ (exact)
+//	logistic, subbotin:R                  same, rounded to integers   same, rounded to the grid
+//	cauchy, sas:A                         refused                     refused
 //
 // "Exact" means the noise is sampled with integer arithmetic and the
-// guarantee has no floating-point residual; the rounded float paths are a
-// post-processing of the continuous mechanism for an ideal sampler, with
-// the residual risk of the float64 sampler documented in privacy/snap.go.
+// guarantee has no floating-point residual. The rounded float paths
+// (logistic, subbotin:R with R ∉ {1, 2}) are a post-processing of the
+// continuous mechanism for an ideal sampler; the plan reserves the residual
+// of the float64 sampler (privacy.FloatIdeal: it needs δ > 0). Heavy-tailed
+// float noise (cauchy, sas:A) reaches far beyond where float64 sampling is
+// accurate, so no residual bound exists for it and it is refused.
 func ReleaseMechanism(configured string, integer bool) (privacy.Mechanism, error) {
 	m, err := privacy.Parse(configured)
 	if err != nil {
@@ -53,16 +60,17 @@ func ReleaseMechanism(configured string, integer bool) (privacy.Mechanism, error
 		laplaceLike, gaussLike = v.R == 1, v.R == 2
 	case privacy.GaussianClassic:
 		return nil, fmt.Errorf("operator: %s is a comparison formula only (loose, ε < 1); use gaussian", m.Name())
+	case privacy.Cauchy, privacy.Stable:
+		return nil, fmt.Errorf("operator: %s: heavy-tailed float noise has no bounded floating-point residual in a release; "+
+			"use laplace or gaussian (exact), or logistic or subbotin:R (residual reserved)", m.Name())
 	}
 	switch {
 	case laplaceLike && integer:
 		return privacy.DiscreteLaplace{}, nil
 	case laplaceLike:
 		return privacy.Laplace{}, nil
-	case gaussLike && integer:
-		return privacy.DiscreteGaussian{}, nil
 	case gaussLike:
-		return privacy.Gaussian{}, nil
+		return privacy.DiscreteGaussian{}, nil // on integers, or on the lattice of real values
 	}
 	return m, nil
 }
@@ -75,20 +83,38 @@ const (
 	intExact noiseKind = iota + 1
 	// intRounded: integer values, continuous float noise rounded to a whole
 	// number (privacy.SnapRelease with step 1: the values are on the grid,
-	// so rounding them moves nothing and the sensitivity is unchanged).
+	// so rounding them moves nothing and the sensitivity is unchanged). Its
+	// floating-point residual is reserved (vectorNoise.res).
 	intRounded
 	// realSnapped: real values clamped and rounded to a power-of-two grid,
-	// noise rounded to the grid (privacy.SnapRelease), calibrated for
-	// L∞ + step.
+	// noise rounded to the grid (privacy.SnapRelease), calibrated for the
+	// shift (⌊L∞/step⌋ + 1)·step ≤ L∞ + step of the rounded values. Exact
+	// rounded Laplace for laplace; for logistic and subbotin:R float noise
+	// whose residual is reserved, on a grid privacy.FloatStep.
 	realSnapped
+	// realLattice: real values clamped and rounded to a power-of-two grid,
+	// exact discrete Gaussian noise on the lattice (privacy.LatticeRelease),
+	// calibrated as a DiscreteGaussian part with the integer sensitivity
+	// ⌊L∞/step⌋ + 1 in grid units.
+	realLattice
 )
 
 // snapUnits bounds released real values to ±snapUnits grid steps
-// (privacy.SnapRelease needs finite, data-independent bounds and allows at
-// most 2^50 steps). Clamping is 1-Lipschitz, so it does not change the
-// sensitivity. With the grid step L∞·2^-20 this is ±2^30·L∞: a group sum
-// beyond about 10^9 times the largest contribution of one unit is clamped.
-const snapUnits = 1 << 50
+// (privacy.SnapRelease and privacy.LatticeRelease need finite,
+// data-independent bounds and allow at most 2^50 steps). Clamping is
+// 1-Lipschitz, so it does not change the sensitivity. With the grid step
+// L∞·2^-20 this is ±2^30·L∞: a group sum beyond about 10^9 times the
+// largest contribution of one unit is clamped (coarser float grids clamp
+// later).
+const snapUnits = 1 << snapBits
+
+// snapBits is log2(snapUnits).
+const snapBits = 50
+
+// floatScaleMargin: the floating-point residual is reserved for noise
+// scales up to 1% above the ones calibrated without it, so that the
+// calibration with the reserve (slightly more noise) is still covered.
+const floatScaleMargin = 1.01
 
 // selectionDeltaShare is the part of the total δ reserved for private group
 // selection: the chance that a group only one unit touches is released,
@@ -105,12 +131,44 @@ type vectorNoise struct {
 	mech       privacy.Mechanism
 	kind       noiseKind
 	scale      float64 // per-coordinate noise scale in value units
-	step       float64 // grid step (realSnapped); 1 for integers
-	lim        float64 // values are clamped to ±lim (realSnapped)
+	grid       float64 // realLattice: the discrete Gaussian σ in grid units (scale = grid·step)
+	step       float64 // grid step (realSnapped, realLattice); 1 for integers
+	lim        float64 // values are clamped to ±lim (realSnapped, realLattice)
 	sens       windows.Sensitivity
-	linf       float64 // the per-coordinate shift the scale is calibrated for
+	linf       float64 // the per-coordinate shift the scale is calibrated for (value units)
 	half       float64 // half-width of the (1−β) interval of one value
 	beta       float64 // the β the half-width is for
+	// res is the floating-point residual reserved per coordinate (zero for
+	// exact noise): float64 noise rounded to the grid, intRounded and
+	// realSnapped with logistic or subbotin:R.
+	res privacy.FloatResidual
+}
+
+// float reports whether n's noise is float64 noise rounded to a grid (and
+// so carries a floating-point residual).
+func (n *vectorNoise) float() bool {
+	return (n.kind == intRounded || n.kind == realSnapped) && !privacy.FloatExact(n.mech)
+}
+
+// shift is the largest change of one coordinate's grid value between
+// neighbours, in value units: L∞ for integers, (⌊L∞/step⌋ + 1)·step for
+// real values (rounding to the grid can add up to one step).
+func (n *vectorNoise) shift() float64 {
+	if n.kind == intExact || n.kind == intRounded {
+		return n.sens.Linf
+	}
+	return privacy.LatticeSensitivity(n.sens.Linf, n.step) * n.step
+}
+
+// calPart is n as the calibration sees it: one unit moves at most L0 of its
+// coordinates by at most the shift (in grid units for the lattice, whose
+// discrete Gaussian runs on the integers n = value/step).
+func (n *vectorNoise) calPart() privacy.Part {
+	pt := privacy.Part{Mechanism: n.mech, L0: int(math.Ceil(n.sens.L0)), Linf: n.shift()}
+	if n.kind == realLattice {
+		pt.Linf = privacy.LatticeSensitivity(n.sens.Linf, n.step)
+	}
+	return pt
 }
 
 // aggPlan is how one aggregate is released.
@@ -151,6 +209,9 @@ type plan struct {
 	horizon      time.Duration
 	horizonB     schema.Budget
 	offset, size int64 // ms
+	// digest is ReleaseDigest of the config: it keys every noise stream
+	// (see noiseID) and is recorded in the state topic (see ledger.go).
+	digest string
 }
 
 // partSpec is one noised vector before calibration.
@@ -275,72 +336,87 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		totalL0 += int(math.Ceil(s.sens.L0))
 	}
 	noises := make([]vectorNoise, len(specs))
-	pparts := make([]privacy.Part, len(specs))
 	for i, s := range specs {
 		if !(s.sens.L0 >= 1) || !(s.sens.Linf > 0) || math.IsInf(s.sens.Linf, 0) {
 			return nil, fmt.Errorf("operator: %s.%s: sensitivity L0=%g, L∞=%g cannot be calibrated", s.agg, s.series, s.sens.L0, s.sens.Linf)
 		}
-		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, linf: s.sens.Linf}
+		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1}
 		if !s.integer {
 			n.step = privacy.SnapStep(s.sens.Linf)
-			n.linf = s.sens.Linf + n.step // rounding the value can add a step
-			n.lim = math.Ldexp(n.step, 50)
 		}
 		if s.configured == Auto {
-			cands := autoCandidates(parts.Delta, s.integer, s.agg == "selection")
-			best, err := privacy.Choose(parts, nw, totalL0, n.linf, privacy.CompareOptions{
-				Candidates: cands, Measure: measure, Accounting: acct})
+			m, choice, err := autoChoose(parts, nw, totalL0, s, measure, acct)
 			if err != nil {
 				return nil, fmt.Errorf("operator: %s: automatic choice: %w", n.part, err)
 			}
-			n.mech, n.auto, n.configured = best.Mechanism, true, best.Mechanism.Name()
-			p.choices = append(p.choices, fmt.Sprintf("%s: %s (smallest %s among %s for %d coordinates × %d windows)",
-				n.part, n.mech.Name(), measure, strings.Join(cands, ", "), totalL0, nw))
+			n.mech, n.auto, n.configured = m, true, m.Name()
+			p.choices = append(p.choices, n.part+": "+choice)
 		} else {
 			m, err := ReleaseMechanism(s.configured, s.integer)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("%w: %s: %w", ErrConfig, n.part, err)
 			}
 			n.mech = m
 		}
 		switch {
-		case !s.integer:
-			n.kind = realSnapped
-		case isDiscrete(n.mech):
+		case s.integer && isDiscrete(n.mech):
 			n.kind = intExact
-		default:
+		case s.integer:
 			n.kind = intRounded
+		case isDiscrete(n.mech): // discrete-gaussian on the lattice
+			n.kind = realLattice
+		default:
+			n.kind = realSnapped
+		}
+		if n.float() && !(parts.Delta > 0) {
+			return nil, fmt.Errorf("%w: %s: %s float noise needs δ > 0 for its floating-point residual (the noise beyond its analysed reach is charged to δ); "+
+				"with δ = 0 use laplace (exact: discrete-laplace on counts, rounded Laplace on sums)", ErrConfig, n.part, n.mech.Name())
 		}
 		noises[i] = n
-		pparts[i] = privacy.Part{Mechanism: n.mech, L0: int(math.Ceil(s.sens.L0)), Linf: n.linf}
 	}
 
-	plans, err := privacy.CalibrateParts(acct, parts, nw, pparts)
+	plans, ideal, terms, err := calibrateNoises(acct, parts, nw, noises)
 	if err != nil {
-		return nil, fmt.Errorf("operator: calibrating %d parts over %d window(s) with %s accounting: %w", len(pparts), nw, acct, err)
+		return nil, err
 	}
 	beta := 1 - c.Privacy.Confidence
 	check := privacy.NewStream(privacy.Key{}, "dpstream/plan-check/v1") // parameter check only, never published
 	scales := make([]float64, len(plans))
+	pparts := make([]privacy.Part, len(plans))
 	for i := range noises {
 		n := &noises[i]
+		scales[i], pparts[i] = plans[i].Scale, n.calPart()
 		n.scale = plans[i].Scale
-		scales[i] = n.scale
+		n.linf = n.shift()
+		if n.kind == realLattice {
+			n.grid = plans[i].Scale
+			n.scale = n.grid * n.step // exact: the step is a power of two
+		}
 		if !(n.scale > 0) || math.IsInf(n.scale, 0) {
 			return nil, fmt.Errorf("operator: %s (%s): calibration gave scale %g", n.part, n.mech.Name(), n.scale)
+		}
+		if n.kind == realSnapped || n.kind == realLattice {
+			n.lim = math.Ldexp(n.step, snapBits)
 		}
 		// The mean's interval combines two intervals: give each β/2.
 		n.beta = beta
 		if specs[i].agg == AggMean {
 			n.beta = beta / 2
 		}
-		h := n.mech.HalfWidth(n.scale, n.beta)
+		var h float64
+		if n.kind == realLattice {
+			h = n.mech.HalfWidth(n.grid, n.beta) * n.step // a whole number of steps
+		} else {
+			h = n.mech.HalfWidth(n.scale, n.beta)
+		}
 		if math.IsNaN(h) || math.IsInf(h, 0) {
 			return nil, fmt.Errorf("%w: %s (%s): no finite confidence interval at level %g; choose a lighter-tailed mechanism", privacy.ErrInfeasible, n.part, n.mech.Name(), 1-n.beta)
 		}
 		switch n.kind {
 		case intExact, intRounded:
 			n.half = math.Ceil(h) // |round(z)| ≤ floor(|z| + ½) ≤ ⌈h⌉ when |z| ≤ h
+		case realLattice:
+			n.half = h + n.step/2 // the value is rounded by ≤ step/2, the noise is on the lattice
 		case realSnapped:
 			n.half = math.Nextafter(h+n.step, math.Inf(1)) // value and noise each rounded by ≤ step/2
 		}
@@ -358,8 +434,16 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		// (1 − β) half-width, P(noise > h) ≤ β/2, so τ = L∞ + h + 1 releases
 		// each of the ≤ L0 such groups with probability ≤ β/2 = pw/L0 (β
 		// shaved by 1e-9 against rounding in the tail formula). Rounded
-		// noise exceeds h + ½ only if the float noise exceeds h.
-		b := 2 * pw / math.Ceil(n.sens.L0) * (1 - 1e-9)
+		// noise exceeds h + ½ only if the float noise exceeds h. Float64
+		// noise (intRounded) is within η < ½ of the ideal sample except on
+		// its failure event (privacy.FloatTail bounds that probability), so
+		// it reaches h + ½ with probability ≤ β/2 + FloatTail: β is lowered
+		// by twice that. (Groups present under both inputs are coordinates
+		// like any other: their residual is in the reserve.)
+		b := 2 * (pw/math.Ceil(n.sens.L0) - privacy.FloatTail(n.mech)) * (1 - 1e-9)
+		if !(b > 0) {
+			return nil, fmt.Errorf("%w: group selection (%s): the floating-point residual leaves no δ for the threshold; use an exact mechanism", privacy.ErrInfeasible, n.mech.Name())
+		}
 		h := n.mech.HalfWidth(n.scale, b)
 		if !(h >= 0) || math.IsInf(h, 0) {
 			return nil, fmt.Errorf("%w: group selection (%s): no finite threshold for δ %g", privacy.ErrInfeasible, n.mech.Name(), pw)
@@ -386,18 +470,202 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		}
 		p.aggs = append(p.aggs, ap)
 	}
-	p.ledger = newLedger(pparts, scales, nw, parts, pw, shift, c.Privacy.Horizon != 0, total)
+	p.ledger = newLedger(pparts, scales, nw, ideal, pw, shift, c.Privacy.Horizon != 0, total)
+	p.ledger.float = terms
 	p.window = p.ledger.spent(1)
 	if c.Privacy.Horizon == 0 {
 		p.window = schema.Budget{Epsilon: total.Epsilon, Delta: total.Delta}
 	}
-	p.note = p.describe(c, plans[0].Accounting, parts, pw, shift, noises)
+	p.note = p.describe(c, plans[0].Accounting, parts, ideal, pw, shift, noises)
 	return p, nil
 }
 
+// calibrateNoises calibrates the noises of one window jointly over nw
+// windows so that the whole horizon meets the budget `parts`, and returns
+// the calibrations (one per noise), the budget the parts are calibrated for
+// and the floating-point residual terms of one window (N = L0 of each float
+// part). Without float noise that budget is `parts` and there are no terms.
+//
+// Float parts (float64 noise rounded to a grid: logistic, subbotin:R) carry
+// a residual that depends on their scale and grid (privacy.NewFloatResidual),
+// and the scale depends on how much of the budget the residual takes: the
+// parts are first calibrated for `parts`, the residual is reserved for
+// scales up to floatScaleMargin above those (privacy.FloatIdeal: basic
+// composition over the L0·nw coordinates a unit can change, subtracted from
+// the budget), the parts are calibrated again for what is left, and the
+// residual at the new scales must be within the reserve (else the reserve
+// is raised and the calibration repeated). Real values under float noise
+// also get the grid their reach needs (privacy.FloatStep: κ ≈ 2⁻²¹), which
+// changes their shift, and so the calibration, once.
+func calibrateNoises(acct privacy.Accounting, parts privacy.Budget, nw int, noises []vectorNoise) ([]privacy.Plan, privacy.Budget, []privacy.FloatTerm, error) {
+	var floats []int
+	for i := range noises {
+		if noises[i].float() {
+			floats = append(floats, i)
+		}
+	}
+	terms := func(windows int) []privacy.FloatTerm {
+		t := make([]privacy.FloatTerm, 0, len(floats))
+		for _, i := range floats {
+			n := &noises[i]
+			t = append(t, privacy.FloatTerm{Residual: n.res, N: int64(math.Ceil(n.sens.L0)) * int64(windows)})
+		}
+		return t
+	}
+	residual := func(n *vectorNoise, scale float64) (privacy.FloatResidual, error) {
+		r, err := privacy.NewFloatResidual(n.mech, scale, n.step, n.shift())
+		if err != nil {
+			return r, fmt.Errorf("operator: %s (%s): %w", n.part, n.mech.Name(), err)
+		}
+		return r, nil
+	}
+	ideal := parts
+	for iter := 0; ; iter++ {
+		pparts := make([]privacy.Part, len(noises))
+		for i := range noises {
+			pparts[i] = noises[i].calPart()
+		}
+		plans, err := privacy.CalibrateParts(acct, ideal, nw, pparts)
+		if err != nil {
+			return nil, privacy.Budget{}, nil, fmt.Errorf("operator: calibrating %d parts over %d window(s) with %s accounting: %w", len(pparts), nw, acct, err)
+		}
+		if len(floats) == 0 {
+			return plans, ideal, nil, nil
+		}
+		settled := iter > 0
+		for _, i := range floats {
+			n := &noises[i]
+			if n.kind == realSnapped {
+				st := privacy.FloatStep(n.mech, plans[i].Scale*floatScaleMargin, n.sens.Linf)
+				if math.IsNaN(st) {
+					return nil, privacy.Budget{}, nil, fmt.Errorf("%w: %s (%s): no grid bounds the floating-point residual", privacy.ErrInfeasible, n.part, n.mech.Name())
+				}
+				if st > n.step {
+					n.step, settled = st, false
+				}
+			}
+			r, err := residual(n, plans[i].Scale)
+			if err != nil {
+				return nil, privacy.Budget{}, nil, err
+			}
+			if r.Kappa > n.res.Kappa || r.Epsilon > n.res.Epsilon || r.Tail > n.res.Tail {
+				settled = false
+			}
+		}
+		if settled {
+			return plans, ideal, terms(1), nil
+		}
+		if iter >= 6 {
+			return nil, privacy.Budget{}, nil, fmt.Errorf("%w: the floating-point reserve did not settle", privacy.ErrInfeasible)
+		}
+		for _, i := range floats {
+			n := &noises[i]
+			r, err := residual(n, plans[i].Scale*floatScaleMargin)
+			if err != nil {
+				return nil, privacy.Budget{}, nil, err
+			}
+			n.res = privacy.FloatResidual{Kappa: math.Max(r.Kappa, n.res.Kappa), Epsilon: math.Max(r.Epsilon, n.res.Epsilon),
+				Tail: math.Max(r.Tail, n.res.Tail), Reach: math.Max(r.Reach, n.res.Reach)}
+		}
+		if ideal, err = privacy.FloatIdeal(parts, terms(nw)); err != nil {
+			return nil, privacy.Budget{}, nil, fmt.Errorf("operator: reserving the floating-point residual of float noise over %d window(s): %w; "+
+				"exact noise has none (laplace, gaussian)", nw, err)
+		}
+	}
+}
+
+// autoChoose resolves "auto" for one part: the candidate with the smallest
+// error (measure) for the shape of the whole release (totalL0 coordinates
+// per window, nw windows), among autoCandidates as they would run. Exact
+// candidates are calibrated for `parts`; float candidates for `parts` less
+// the δ their residual costs on all totalL0·nw coordinates (the
+// scale-independent part of the reserve, privacy.FloatTail; the ε part,
+// about 1e-6 per coordinate, is left out of the ranking). Real values are
+// compared in grid units at the integer shift ⌊L∞/Λ⌋ + 1 (Λ = SnapStep(L∞)),
+// where the lattice discrete Gaussian and the continuous mechanisms
+// (whose scales are linear in the shift) meet on equal terms. It returns
+// the mechanism and the sentence for the start log.
+func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure privacy.ErrorMeasure, acct privacy.Accounting) (privacy.Mechanism, string, error) {
+	cands := autoCandidates(parts.Delta, s.integer, s.agg == "selection")
+	linf := s.sens.Linf
+	if !s.integer {
+		linf = privacy.LatticeSensitivity(s.sens.Linf, privacy.SnapStep(s.sens.Linf))
+	}
+	// Group the candidates by the δ their residual costs.
+	type group struct {
+		tail  float64
+		names []string
+	}
+	var groups []group
+	for _, name := range cands {
+		m, err := privacy.Parse(name)
+		if err != nil {
+			return nil, "", err
+		}
+		tail := privacy.FloatTail(m)
+		k := slices.IndexFunc(groups, func(g group) bool { return g.tail == tail })
+		if k < 0 {
+			groups, k = append(groups, group{tail: tail}), len(groups)
+		}
+		groups[k].names = append(groups[k].names, name)
+	}
+	type scored struct {
+		m   privacy.Mechanism
+		err float64
+		idx int
+	}
+	var opts []scored
+	var infeasible []string
+	for _, g := range groups {
+		b := parts
+		if g.tail > 0 {
+			b.Delta = parts.Delta - float64(totalL0)*float64(nw)*g.tail*(1+math.Exp(parts.Epsilon))
+			if !(b.Delta > 0) || math.IsInf(g.tail, 1) {
+				infeasible = append(infeasible, g.names...)
+				continue
+			}
+		}
+		cmp, err := privacy.Compare(b, nw, totalL0, linf, privacy.CompareOptions{Candidates: g.names, Measure: measure, Accounting: acct})
+		if err != nil {
+			return nil, "", err
+		}
+		infeasible = append(infeasible, cmp.Infeasible...)
+		for _, o := range cmp.Options {
+			e := o.Error(measure)
+			if math.IsNaN(e) || math.IsInf(e, 0) {
+				continue
+			}
+			opts = append(opts, scored{m: o.Mechanism, err: e, idx: slices.Index(cands, o.Mechanism.Name())})
+		}
+	}
+	if len(opts) == 0 {
+		return nil, "", fmt.Errorf("%w: no candidate has a finite %s (infeasible: %s)", privacy.ErrInfeasible, measure, strings.Join(infeasible, ", "))
+	}
+	best := slices.MinFunc(opts, func(a, b scored) int {
+		if c := cmpFloat(a.err, b.err); c != 0 {
+			return c
+		}
+		return a.idx - b.idx
+	})
+	return best.m, fmt.Sprintf("%s (smallest %s among %s for %d coordinates × %d windows)",
+		best.m.Name(), measure, strings.Join(cands, ", "), totalL0, nw), nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // autoCandidates are the mechanisms "auto" compares for one part, as they
-// run on its values (see ReleaseMechanism), without repeats. Group
-// selection uses only the exact integer mechanisms.
+// run on its values (see ReleaseMechanism), without repeats: heavy-tailed
+// noise never (no residual bound), float noise only with δ > 0 (its
+// residual needs δ). Group selection uses only the exact integer
+// mechanisms.
 func autoCandidates(delta float64, integer, sel bool) []string {
 	if sel {
 		if delta > 0 {
@@ -408,7 +676,7 @@ func autoCandidates(delta float64, integer, sel bool) []string {
 	var out []string
 	for _, name := range privacy.AutoCandidates(delta) {
 		m, err := ReleaseMechanism(name, integer)
-		if err != nil {
+		if err != nil || (!privacy.FloatExact(m) && !(delta > 0)) {
 			continue
 		}
 		if !slices.Contains(out, m.Name()) {
@@ -427,7 +695,7 @@ func isDiscrete(m privacy.Mechanism) bool {
 }
 
 // describe is the accounting note every release carries.
-func (p *plan) describe(c Config, used privacy.Accounting, parts privacy.Budget, pw, shift float64, noises []vectorNoise) string {
+func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.Budget, pw, shift float64, noises []vectorNoise) string {
 	var b strings.Builder
 	if c.Privacy.Horizon != 0 {
 		fmt.Fprintf(&b, "budget ε=%g, δ=%g per horizon of %s (%d windows)", p.total.Epsilon, p.total.Delta, c.Privacy.Horizon, p.windows)
@@ -457,19 +725,37 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts privacy.Budget,
 		if n.auto {
 			b.WriteString(" (auto)")
 		}
-		switch n.kind {
-		case intExact:
+		step := int(math.Round(math.Log2(n.step)))
+		switch {
+		case n.kind == intExact:
 			b.WriteString(" integer noise")
-		case intRounded:
-			b.WriteString(" rounded to integers")
-		case realSnapped:
-			fmt.Fprintf(&b, " snapped to step 2^%d", int(math.Round(math.Log2(n.step))))
+		case n.kind == intRounded:
+			b.WriteString(" float noise rounded to integers")
+		case n.kind == realLattice:
+			fmt.Fprintf(&b, " on the lattice 2^%d (exact)", step)
+		case n.float():
+			fmt.Fprintf(&b, " float noise rounded to step 2^%d", step)
+		default:
+			fmt.Fprintf(&b, " snapped to step 2^%d (exact)", step)
 		}
 		fmt.Fprintf(&b, ", scale %.6g per coordinate (L0=%g, L∞=%g", n.scale, n.sens.L0, n.sens.Linf)
-		if n.kind == realSnapped {
+		if n.kind == realSnapped || n.kind == realLattice {
 			b.WriteString("+step")
 		}
 		b.WriteString(")")
+	}
+	if parts != ideal {
+		var names []string
+		coords, kappa := 0, 0.0
+		for _, n := range all {
+			if n.float() {
+				names = append(names, n.part)
+				coords += int(math.Ceil(n.sens.L0)) * p.windows
+				kappa = math.Max(kappa, n.res.Kappa)
+			}
+		}
+		fmt.Fprintf(&b, "; floating-point residual of the float noise (%s: %d coordinates, κ ≤ %.2g) reserved: ε=%.3g, δ=%.3g",
+			strings.Join(names, ", "), coords, kappa, parts.Epsilon-ideal.Epsilon, parts.Delta-ideal.Delta)
 	}
 	if p.sel != nil {
 		fmt.Fprintf(&b, "; groups released if units + noise ≥ %g", p.sel.threshold)
@@ -496,6 +782,8 @@ func (n *vectorNoise) add(s *privacy.Stream, v float64) (float64, error) {
 		return v + z, nil // both integers below 2^53: exact
 	case intRounded:
 		return privacy.SnapRelease(n.mech, s, n.scale, 1, -snapUnits, snapUnits, v)
+	case realLattice:
+		return privacy.LatticeRelease(s, n.grid, n.step, -n.lim, n.lim, v)
 	default:
 		return privacy.SnapRelease(n.mech, s, n.scale, n.step, -n.lim, n.lim, v)
 	}
@@ -503,7 +791,8 @@ func (n *vectorNoise) add(s *privacy.Stream, v float64) (float64, error) {
 
 // ledger reports the budget spent after k windows of a horizon: the
 // tightest accountant's ε for the k-fold composition of the window's parts
-// at the parts' δ, plus group selection's share. Results are cached per k.
+// at the parts' δ, plus the floating-point residual of k windows of float
+// noise, plus group selection's share. Results are cached per k.
 type ledger struct {
 	parts   []privacy.Part
 	scales  []float64
@@ -513,6 +802,10 @@ type ledger struct {
 	shift   float64        // group selection ε over all windows
 	horizon bool
 	total   privacy.Budget
+	// float is the floating-point residual reserved for one window (N =
+	// L0 of each float part; k windows: k·N), added by
+	// privacy.FloatGuarantee. Empty without float noise.
+	float []privacy.FloatTerm
 
 	mu    sync.Mutex
 	cache map[int]schema.Budget
@@ -527,8 +820,10 @@ func newLedger(parts []privacy.Part, scales []float64, windows int, budget priva
 // (k is clamped to [1, windows]). δ is the parts' δ plus k windows of group
 // selection; ε the smallest the accountant certifies for k windows at that
 // δ, never above what the calibration certified for all windows (k windows
-// are part of them), plus the selection's ε shift. With δ = 0 pure ε adds
-// up exactly: k/N of the total.
+// are part of them), plus the selection's ε shift. The floating-point
+// residual of k windows of float noise is added to the parts' (ε, δ) by
+// privacy.FloatGuarantee. With δ = 0 (no float noise then) pure ε adds up
+// exactly: k/N of the total.
 //
 // Each evaluation composes k windows (milliseconds to a few hundred for
 // discrete Gaussian noise), so k is first rounded up to a grid — exact up to
@@ -559,8 +854,8 @@ func (l *ledger) spent(k int) schema.Budget {
 				}
 			}
 		}
-		e += l.shift * kf / nf
-		b = schema.Budget{Epsilon: e, Delta: l.budget.Delta + kf*l.pw}
+		g := privacy.FloatGuarantee(privacy.Budget{Epsilon: e, Delta: l.budget.Delta}, l.floatTerms(k))
+		b = schema.Budget{Epsilon: g.Epsilon + l.shift*kf/nf, Delta: g.Delta + kf*l.pw}
 		if k == l.windows && l.horizon {
 			// Exactly what the calibration certified: the configured total.
 			b = schema.Budget{Epsilon: l.total.Epsilon, Delta: l.total.Delta}
@@ -572,6 +867,15 @@ func (l *ledger) spent(k int) schema.Budget {
 	b.Delta = math.Min(b.Delta, l.total.Delta)
 	l.cache[k] = b
 	return b
+}
+
+// floatTerms returns the floating-point residual terms of k windows.
+func (l *ledger) floatTerms(k int) []privacy.FloatTerm {
+	t := slices.Clone(l.float)
+	for i := range t {
+		t[i].N *= int64(k)
+	}
+	return t
 }
 
 // The ledger's grid of window counts: exact up to ledgerExact, then
@@ -622,7 +926,7 @@ func suggest(c Config, dec *schema.Decoder, wcfg windows.Config) string {
 	// more noise, so every trial is cheaper than the configuration itself).
 	if total.Delta == 0 {
 		if ok(with(total.Epsilon, 1e-6)) {
-			hints = append(hints, fmt.Sprintf("%s must be > 0 (δ = 0 needs pure-ε mechanisms: laplace, logistic, discrete-laplace, cauchy, sas:A)", dkey))
+			hints = append(hints, fmt.Sprintf("%s must be > 0 (δ = 0 needs exact pure-ε noise: laplace or discrete-laplace)", dkey))
 		}
 	} else if lo, hi := total.Delta, 0.5; lo < hi && ok(with(total.Epsilon, hi)) {
 		for range 40 {

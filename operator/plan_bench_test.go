@@ -24,14 +24,18 @@ func benchHorizon(b *testing.B, mech string) Config {
 // BenchmarkNewPlan measures operator.New's calibration: cold-ms is the
 // first call (nothing cached; the calibration cache is per process, so run
 // each sub-benchmark in a fresh process with -count 1 for a clean figure),
-// ns/op the cached calls. The per-window plan is the baseline.
+// ns/op the cached calls. The per-window plan is the baseline. gaussian
+// runs discrete Gaussian noise everywhere (sums on their lattice, shift
+// ≈ 2²⁰ grid steps); logistic is float noise whose residual is reserved
+// (two or three calibrations).
 func BenchmarkNewPlan(b *testing.B) {
 	for _, tc := range []struct {
 		name    string
 		horizon bool
 		mech    string
 	}{{"window-laplace", false, "laplace"}, {"horizon24h-laplace", true, "laplace"},
-		{"horizon24h-gaussian", true, "gaussian"}, {"horizon24h-auto", true, Auto}} {
+		{"horizon24h-gaussian", true, "gaussian"}, {"horizon24h-auto", true, Auto},
+		{"horizon24h-logistic", true, "logistic"}} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := benchHorizon(b, tc.mech)
 			if !tc.horizon {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -18,7 +19,8 @@ import (
 // count are published as integers (Ints, never Floats) for every kind of
 // noise (exact discrete noise for laplace and gaussian, rounded float noise
 // for logistic), and sums and the mean's centred sum are exact multiples of
-// their power-of-two grid step; each series names the mechanism that ran.
+// their power-of-two grid step (for gaussian: discrete Gaussian noise on
+// that lattice); each series names the mechanism that ran.
 // Private group selection (no public groups) runs through the same path.
 func TestOutputsAreIntegersAndOnTheGrid(t *testing.T) {
 	s := genStream(3, 2, 60)
@@ -29,7 +31,7 @@ func TestOutputsAreIntegersAndOnTheGrid(t *testing.T) {
 		wantIntsExact bool
 	}{
 		{"laplace", "discrete-laplace", "laplace", true, true},
-		{"gaussian", "discrete-gaussian", "gaussian", true, true},
+		{"gaussian", "discrete-gaussian", "discrete-gaussian", true, true}, // sums on the lattice (issue 13 item 4)
 		{"logistic", "logistic", "logistic", true, false},
 		{"laplace", "discrete-laplace", "laplace", false, true},
 	} {
@@ -351,6 +353,243 @@ func TestLedgerGrid(t *testing.T) {
 		// 32 exact, then one per 5% step: 32 + ⌈ln(n/32)/ln 1.05⌉.
 		if limit := ledgerExact + 1 + int(math.Ceil(math.Log(math.Max(1, float64(n)/ledgerExact))/math.Log(ledgerStep))); len(distinct) > limit {
 			t.Errorf("n=%d: %d distinct evaluations, want ≤ %d", n, len(distinct), limit)
+		}
+	}
+}
+
+// TestGaussianRealValuesRunOnLattice: with gaussian configured, the sums and
+// the mean's centred sum run exact discrete Gaussian noise on their lattice
+// (privacy.LatticeRelease), calibrated in the joint calibration as a
+// DiscreteGaussian part with the integer sensitivity ⌊L∞/Λ⌋ + 1 in grid
+// units — not float64 Gaussian noise rounded to the grid, whose residual was
+// not charged. The release names what ran ("discrete-gaussian"), its values
+// are multiples of Λ, its scale is σ·Λ in the value's units, and the plan
+// passes recheck (per window and over a horizon, certified by the PLD).
+func TestGaussianRealValuesRunOnLattice(t *testing.T) {
+	for _, horizon := range []bool{false, true} {
+		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+		c.Privacy.Mechanism = "gaussian"
+		if horizon {
+			c.Privacy.Epsilon, c.Privacy.Delta = 0, 0
+			c.Privacy.Horizon, c.Privacy.HorizonEpsilon, c.Privacy.HorizonDelta = 60*c.Windows.Size, 5, 1e-6
+		}
+		o, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := o.plan
+		recheck(t, p)
+		lattice := 0
+		for _, ap := range p.aggs {
+			for _, n := range ap.noises {
+				if n.series != schema.SeriesSum {
+					continue
+				}
+				lattice++
+				if _, ok := n.mech.(privacy.DiscreteGaussian); !ok {
+					t.Errorf("%s: %s noise, want discrete-gaussian on the lattice", n.part, n.mech.Name())
+				}
+				if n.step != privacy.SnapStep(n.sens.Linf) {
+					t.Errorf("%s: step %v, want SnapStep(L∞) = %v", n.part, n.step, privacy.SnapStep(n.sens.Linf))
+				}
+			}
+		}
+		if lattice != 2 {
+			t.Fatalf("%d real-valued parts, want 2 (sum, mean)", lattice)
+		}
+		// The ledger's parts (what the calibration certified): the real
+		// parts are discrete Gaussian with integer L∞ = ⌊L∞/Λ⌋ + 1.
+		found := 0
+		for i, pt := range p.ledger.parts {
+			if _, ok := pt.Mechanism.(privacy.DiscreteGaussian); !ok || pt.Linf < 1<<19 {
+				continue
+			}
+			found++
+			if pt.Linf != math.Trunc(pt.Linf) {
+				t.Errorf("part %d: lattice L∞ %v is not an integer", i, pt.Linf)
+			}
+		}
+		if found != 2 {
+			t.Errorf("ledger parts %+v: want two lattice parts (integer L∞ ≈ 2^20)", p.ledger.parts)
+		}
+		if !strings.Contains(p.note, "lattice 2^") || !strings.Contains(p.note, "sum.sum: discrete-gaussian") {
+			t.Errorf("note %q does not say the sums run on the lattice", p.note)
+		}
+		if horizon {
+			continue
+		}
+		rels, _, _, _ := runCore(t, c, genStream(3, 2, 40).messages(0, c.Windows.AllowedLateness), map[string]int64{}, noClosedWindow)
+		if len(rels) == 0 {
+			t.Fatal("no releases")
+		}
+		for k, r := range rels {
+			for _, sr := range r.Series {
+				if sr.Name != schema.SeriesSum {
+					continue
+				}
+				step := privacy.SnapStep(sr.Sensitivity.LInf)
+				if sr.Mechanism != "discrete-gaussian" || sr.Floats == nil {
+					t.Errorf("%s: sum series %s %+v", k, sr.Mechanism, sr)
+				}
+				for _, x := range sr.Floats {
+					if q := x / step; q != math.Trunc(q) {
+						t.Errorf("%s: %v is not on the lattice %v", k, x, step)
+					}
+				}
+				if q := sr.Scale / step; !(q > 1<<19) {
+					t.Errorf("%s: scale %v is not σ·Λ with σ ≥ 2^19 grid steps", k, sr.Scale)
+				}
+			}
+		}
+	}
+}
+
+// floatTerms recomputes, from the plan's calibrated scales and grids alone,
+// the floating-point residual of every part whose noise is float64 noise
+// rounded to a grid (privacy.NewFloatResidual with the shift one unit can
+// cause in grid units, times the step), over the horizon: L0·windows
+// coordinates each.
+func floatTerms(t *testing.T, p *plan) []privacy.FloatTerm {
+	t.Helper()
+	var terms []privacy.FloatTerm
+	all := []vectorNoise{}
+	for _, ap := range p.aggs {
+		all = append(all, ap.noises...)
+	}
+	if p.sel != nil {
+		all = append(all, p.sel.noise)
+	}
+	for _, n := range all {
+		if privacy.FloatExact(n.mech) {
+			continue
+		}
+		shift := n.sens.Linf // integers: on the grid 1
+		if n.series == schema.SeriesSum {
+			shift = privacy.LatticeSensitivity(n.sens.Linf, n.step) * n.step
+		}
+		r, err := privacy.NewFloatResidual(n.mech, n.scale, n.step, shift)
+		if err != nil {
+			t.Fatalf("%s: %v", n.part, err)
+		}
+		terms = append(terms, privacy.FloatTerm{Residual: r, N: int64(math.Ceil(n.sens.L0)) * int64(p.windows)})
+	}
+	return terms
+}
+
+// TestFloatResidualReserved: parts whose noise is float64 noise rounded to
+// a grid (logistic and subbotin:R on counts, histogram cells and sums; what
+// auto picks) get their floating-point residual reserved: the noise is
+// calibrated for a budget strictly below the configured one, and, checked
+// independently — the privacy accountant of the final scales
+// (privacy.AccountantFor) for the parts' guarantee, plus the residual
+// recomputed from the final scales and grids (floatTerms) composed by
+// privacy.FloatGuarantee, plus group selection's share — the release meets
+// the configured total. Real values under float noise sit on a grid
+// Λ ≥ reach·2⁻²² (privacy.FloatStep), so κ stays below 2⁻²⁰. The ledger
+// reports the same guarantee at the end of the horizon.
+func TestFloatResidualReserved(t *testing.T) {
+	horizon := func(c *Config, n int, eps, delta float64) {
+		c.Privacy.Epsilon, c.Privacy.Delta = 0, 0
+		c.Privacy.Horizon, c.Privacy.HorizonEpsilon, c.Privacy.HorizonDelta = time.Duration(n)*c.Windows.Size, eps, delta
+	}
+	cases := map[string]func(*Config){
+		"window logistic":   func(c *Config) { c.Privacy.Mechanism = "logistic" },
+		"window subbotin:3": func(c *Config) { c.Privacy.Mechanism = "subbotin:3" },
+		"horizon subbotin:1.5": func(c *Config) {
+			horizon(c, 60, 4, 1e-6)
+			c.Privacy.Mechanism = "subbotin:1.5"
+		},
+		"horizon logistic selection": func(c *Config) {
+			horizon(c, 60, 5, 1e-6)
+			c.Privacy.Mechanism = "logistic"
+			c.Privacy.PublicGroups = nil
+		},
+		"window auto wide": func(c *Config) { // auto picks subbotin:1.5 (see TestAutoPicksCompareWinner)
+			c.Privacy.Mechanism = Auto
+			c.Windows.Aggregates = []string{AggCount}
+			c.Bounds.MaxGroups = 16
+			c.Privacy.Epsilon = 1
+		},
+	}
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
+		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+		cases[name](&c)
+		o, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p := o.plan
+		l := p.ledger
+		terms := floatTerms(t, p)
+		if len(terms) == 0 {
+			t.Fatalf("%s: no float parts (note %q)", name, p.note)
+		}
+		// The budget of the parts before the residual: the total less
+		// group selection's share.
+		parts := privacy.Budget{Epsilon: p.total.Epsilon - l.shift, Delta: p.total.Delta - float64(p.windows)*l.pw}
+		if !(l.budget.Epsilon < parts.Epsilon && l.budget.Delta < parts.Delta) {
+			t.Errorf("%s: parts calibrated for %+v, budget before the residual %+v: nothing reserved", name, l.budget, parts)
+		}
+		acc, err := privacy.AccountantFor(l.parts, l.scales, p.windows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ideal := privacy.Budget{Epsilon: l.budget.Epsilon, Delta: acc.Delta(l.budget.Epsilon)}
+		if ideal.Delta > l.budget.Delta {
+			t.Errorf("%s: accountant δ %v above the calibrated %v", name, ideal.Delta, l.budget.Delta)
+		}
+		g := privacy.FloatGuarantee(ideal, terms)
+		got := privacy.Budget{Epsilon: g.Epsilon + l.shift, Delta: g.Delta + float64(p.windows)*l.pw}
+		if got.Epsilon > p.total.Epsilon || got.Delta > p.total.Delta {
+			t.Errorf("%s: parts %+v + residual + selection = %+v exceeds the total %+v", name, ideal, got, p.total)
+		}
+		for _, r := range terms {
+			if r.Residual.Kappa > 0x1p-20 {
+				t.Errorf("%s: κ = %v", name, r.Residual.Kappa)
+			}
+		}
+		if s := l.spent(p.windows); s.Epsilon > p.total.Epsilon || s.Delta > p.total.Delta || s.Epsilon < got.Epsilon*(1-1e-9) {
+			t.Errorf("%s: ledger over the horizon %+v, independent %+v, total %+v", name, s, got, p.total)
+		}
+		if !strings.Contains(p.note, "floating-point residual") {
+			t.Errorf("%s: note %q does not report the reserve", name, p.note)
+		}
+		t.Logf("%s: reserved ε %.3g, δ %.3g; %s", name, parts.Epsilon-l.budget.Epsilon, parts.Delta-l.budget.Delta, p.note)
+	}
+}
+
+// TestFloatNoiseRefused: float noise the operator cannot bound is refused
+// at start with a message naming the exact alternatives: heavy-tailed noise
+// (cauchy, sas:α, whose reach is far beyond float64 accuracy) on any
+// aggregate, and float noise with δ = 0 (its tails are charged to δ); with
+// δ = 0, auto picks exact noise only.
+func TestFloatNoiseRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+	}{
+		{"cauchy count", func(c *Config) { c.Privacy.Delta = 0; c.Privacy.Mechanisms = map[string]string{"count": "cauchy"} }},
+		{"sas sum", func(c *Config) { c.Privacy.Mechanisms = map[string]string{"sum": "sas:1.5"} }},
+		{"logistic pure", func(c *Config) { c.Privacy.Delta = 0; c.Privacy.Mechanism = "logistic" }},
+	} {
+		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+		tc.set(&c)
+		_, err := New(c, WithKey(testKey()))
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "laplace") {
+			t.Errorf("%s: %v, want a config error naming the exact mechanisms", tc.name, err)
+		}
+	}
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	c.Privacy.Delta, c.Privacy.Mechanism = 0, Auto
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ap := range o.plan.aggs {
+		for _, n := range ap.noises {
+			if !privacy.FloatExact(n.mech) {
+				t.Errorf("δ = 0, auto: %s runs %s (float noise)", n.part, n.mech.Name())
+			}
 		}
 	}
 }

@@ -1,27 +1,39 @@
 package operator
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/schema"
 )
 
-// stateVersion is the version of the state record format.
-const stateVersion = 1
+// stateVersion is the version of the state record format. Version 1
+// records (closed_through and output_offsets only) are still read.
+const stateVersion = 2
 
 // noClosedWindow is closedThrough before any window was published.
 const noClosedWindow = math.MinInt64
 
-// stateRecord is what the operator writes to its state topic after every
-// batch of windows whose releases were all acknowledged, keyed by the
-// consumer group id (the topic is compacted, so the last record per group
-// survives):
+// ErrState wraps problems with the operator's own state topic that a retry
+// cannot fix (an unreadable record, an incomplete publication intent) and
+// refusals to start that protect the privacy guarantee (a configuration
+// change that would overspend the horizon's budget, a lost state record).
+var ErrState = errors.New("operator: state")
+
+// stateRecord is what the operator writes to its state topic, keyed by
+// the consumer group id (the topic is compacted, so the last record per
+// group survives):
 //
 //   - ClosedThrough: every window ending at or before it is final — all its
 //     releases are in the output topic. Windows close in event-time order,
@@ -31,41 +43,110 @@ const noClosedWindow = math.MinInt64
 //     record was written. Releases of later windows are at or after them, so
 //     at start the operator reads the output topic only from there to learn
 //     which release keys of not-yet-final windows were already written.
+//   - Origin: the first window this deployment releases, fixed on its first
+//     start (windows.start, or the first window after the start time) and
+//     never derived from the data: which windows exist must not depend on
+//     whether some unit had an early event.
+//   - Digest: ReleaseDigest of the configuration that published through
+//     ClosedThrough.
+//   - Ledger: the budget spent in the current horizon (see ledgerRecord),
+//     so that a configuration change cannot overspend it.
+//   - Pending: a publication intent. Before the releases of a batch of
+//     closed windows are written, the encoded release messages themselves
+//     are written to the state topic (in chunks, see intentKey) and Pending
+//     describes them; after a crash the next start writes exactly those
+//     messages (skipping keys already in the output topic) before anything
+//     else. So every key of a window comes from one snapshot of it, under
+//     one configuration, whatever happened in between (a rebuilt window
+//     that differs, a changed configuration). The messages are noised
+//     releases, not input data.
 type stateRecord struct {
 	Version       int              `json:"v"`
 	ClosedThrough int64            `json:"closed_through"`
 	OutputOffsets map[string]int64 `json:"output_offsets"`
+	Origin        int64            `json:"origin,omitempty"`
+	Digest        string           `json:"digest,omitempty"`
+	Ledger        *ledgerRecord    `json:"ledger,omitempty"`
+	Pending       *intentRecord    `json:"pending,omitempty"`
+}
+
+// intentRecord describes the release messages of a batch of windows that
+// are being published: once they are all written, ClosedThrough becomes
+// Through and the ledger becomes Ledger.
+type intentRecord struct {
+	Through  int64         `json:"through"`
+	Chunks   int           `json:"chunks"`
+	Messages int           `json:"messages"`
+	SHA256   string        `json:"sha256"` // of the concatenated chunks
+	Ledger   *ledgerRecord `json:"ledger,omitempty"`
+	Digest   string        `json:"digest"`
+}
+
+// intentChunkBytes is the largest intent chunk: half of Kafka's default
+// message.max.bytes (1 MiB), so that a chunk with its framing always fits.
+const intentChunkBytes = 512 << 10
+
+// intentKey is the state topic key of chunk i of group's intent: the group
+// id, NUL, "intent", NUL, i — never equal to a group id (the state record's
+// key) unless a group id contains NUL.
+func intentKey(group string, i int) string {
+	return group + "\x00intent\x00" + strconv.Itoa(i)
 }
 
 // recovered is what the operator knows at start about earlier runs.
 type recovered struct {
 	closedThrough int64
+	// found: the state topic has a record for the group.
+	found  bool
+	origin int64 // 0: none recorded
+	digest string
+	ledger *ledgerRecord
+	// intent holds the messages of an unfinished publication (nil: none),
+	// with its record.
+	intent    []kafka.Message
+	intentRec *intentRecord
+	// outputOffsets are the offsets of the last record (the scan's start).
+	outputOffsets map[string]int64
 	// published maps the key of every release of a window after
 	// closedThrough found in the output topic to its window end.
 	published map[string]int64
+	// lastEnd is the latest window end of a release of this deployment's
+	// namespace found in the output topic (noClosedWindow: none).
+	lastEnd int64
 	// scanned and foreign count the output messages read and those that
 	// were not dpstream releases of this deployment.
 	scanned, foreign int
 }
 
-// recover reads the state topic (the last record for group) and then the
-// output topic from the recorded offsets to its end.
-func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopic string) (recovered, error) {
-	rec := recovered{closedThrough: noClosedWindow, published: map[string]int64{}}
+// recoverState reads the state topic (the last record for group and its
+// intent chunks) and then the output topic from the recorded offsets to its
+// end.
+func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopic, namespace string) (recovered, error) {
+	rec := recovered{closedThrough: noClosedWindow, lastEnd: noClosedWindow, published: map[string]int64{}}
 	var last *stateRecord
+	chunks := map[int][]byte{}
+	prefix := intentKey(group, 0)
+	prefix = prefix[:len(prefix)-1]
 	err := c.scanTopic(ctx, stateTopic, nil, func(m kafka.Message) error {
-		if string(m.Key) != group {
+		k := string(m.Key)
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			if i, err := strconv.Atoi(rest); err == nil && i >= 0 {
+				chunks[i] = m.Value
+			}
+			return nil
+		}
+		if k != group {
 			return nil
 		}
 		if m.Value == nil { // tombstone: the state was reset by hand
 			last = nil
 			return nil
 		}
-		var s stateRecord
-		if err := json.Unmarshal(m.Value, &s); err != nil || s.Version != stateVersion {
-			return fmt.Errorf("%w: state topic %s has an unreadable record for group %s at offset %d", ErrKafka, stateTopic, group, m.Offset)
+		s, err := decodeState(m.Value)
+		if err != nil {
+			return fmt.Errorf("%w: state topic %s has an unreadable record for group %s at offset %d: %v", ErrState, stateTopic, group, m.Offset, err)
 		}
-		last = &s
+		last = s
 		return nil
 	})
 	if err != nil {
@@ -73,13 +154,25 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	}
 	from := map[int]int64{}
 	if last != nil {
+		rec.found = true
 		rec.closedThrough = last.ClosedThrough
+		rec.origin = last.Origin
+		rec.digest = last.Digest
+		rec.ledger = last.Ledger
+		rec.outputOffsets = last.OutputOffsets
 		for p, o := range last.OutputOffsets {
 			pi, err := strconv.Atoi(p)
 			if err != nil {
-				return rec, fmt.Errorf("%w: state record: bad partition %q", ErrKafka, p)
+				return rec, fmt.Errorf("%w: state record: bad partition %q", ErrState, p)
 			}
 			from[pi] = o
+		}
+		if in := last.Pending; in != nil && in.Through > last.ClosedThrough {
+			msgs, err := readIntent(in, chunks)
+			if err != nil {
+				return rec, fmt.Errorf("%w: state topic %s, group %s: %w", ErrState, stateTopic, group, err)
+			}
+			rec.intent, rec.intentRec = msgs, in
 		}
 	}
 	err = c.scanTopic(ctx, outputTopic, from, func(m kafka.Message) error {
@@ -89,6 +182,9 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 			rec.foreign++
 			return nil
 		}
+		if ns, _, ok := strings.Cut(r.ReleaseID, "/"); ok && ns == namespace && r.WindowEnd > rec.lastEnd {
+			rec.lastEnd = r.WindowEnd
+		}
 		if r.WindowEnd > rec.closedThrough {
 			rec.published[string(m.Key)] = r.WindowEnd
 		}
@@ -97,20 +193,156 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	return rec, err
 }
 
-// stateMessage builds the state record message for closedThrough, reading
-// the output topic's current end offsets.
-func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopic string, closedThrough int64) (kafka.Message, error) {
+// decodeState reads a state record of version 1 or 2.
+func decodeState(b []byte) (*stateRecord, error) {
+	var s stateRecord
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	switch s.Version {
+	case 1:
+		// Before origins were recorded: the deployment's first window is
+		// unknown, but everything through ClosedThrough is final.
+		s.Origin = 0
+	case stateVersion:
+	default:
+		return nil, fmt.Errorf("unknown version %d", s.Version)
+	}
+	return &s, nil
+}
+
+// stateMessage builds the state record message, reading the output topic's
+// current end offsets.
+func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopic string, s stateRecord) (kafka.Message, error) {
 	_, end, err := c.endOffsets(ctx, outputTopic)
 	if err != nil {
 		return kafka.Message{}, err
 	}
-	s := stateRecord{Version: stateVersion, ClosedThrough: closedThrough, OutputOffsets: map[string]int64{}}
+	s.Version = stateVersion
+	s.OutputOffsets = map[string]int64{}
 	for p, o := range end {
 		s.OutputOffsets[strconv.Itoa(p)] = o
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return kafka.Message{}, err
+		return kafka.Message{}, fmt.Errorf("%w: encoding the state record: %v", ErrState, err)
 	}
 	return kafka.Message{Topic: stateTopic, Key: []byte(group), Value: b}, nil
+}
+
+// encodeIntent serialises release messages (key and value, each length-
+// prefixed with a uvarint) and splits the result into chunks of at most
+// intentChunkBytes. It returns the chunks and the hex SHA-256 of their
+// concatenation.
+func encodeIntent(msgs []kafka.Message) ([][]byte, string) {
+	var buf []byte
+	for _, m := range msgs {
+		buf = binary.AppendUvarint(buf, uint64(len(m.Key)))
+		buf = append(buf, m.Key...)
+		buf = binary.AppendUvarint(buf, uint64(len(m.Value)))
+		buf = append(buf, m.Value...)
+	}
+	sum := sha256.Sum256(buf)
+	var chunks [][]byte
+	for len(buf) > intentChunkBytes {
+		chunks = append(chunks, buf[:intentChunkBytes])
+		buf = buf[intentChunkBytes:]
+	}
+	chunks = append(chunks, buf)
+	return chunks, hex.EncodeToString(sum[:])
+}
+
+// readIntent reassembles the intent's messages from its chunks and checks
+// them against the recorded count and digest (chunks of an older, larger
+// intent may still be in the topic; they are ignored).
+func readIntent(in *intentRecord, chunks map[int][]byte) ([]kafka.Message, error) {
+	var buf []byte
+	for i := range in.Chunks {
+		c, ok := chunks[i]
+		if !ok {
+			return nil, fmt.Errorf("publication intent through %s: chunk %d of %d is missing", tsString(in.Through), i, in.Chunks)
+		}
+		buf = append(buf, c...)
+	}
+	if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != in.SHA256 {
+		return nil, fmt.Errorf("publication intent through %s: its chunks do not match the recorded digest", tsString(in.Through))
+	}
+	var out []kafka.Message
+	r := bytes.NewReader(buf)
+	next := func() ([]byte, error) {
+		n, err := binary.ReadUvarint(r)
+		if err != nil || n > uint64(r.Len()) {
+			return nil, errors.New("publication intent: truncated message")
+		}
+		b := make([]byte, n)
+		_, _ = r.Read(b)
+		return b, nil
+	}
+	for r.Len() > 0 {
+		k, err := next()
+		if err != nil {
+			return nil, err
+		}
+		v, err := next()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, kafka.Message{Key: k, Value: v})
+	}
+	if len(out) != in.Messages {
+		return nil, fmt.Errorf("publication intent through %s: %d messages, %d recorded", tsString(in.Through), len(out), in.Messages)
+	}
+	return out, nil
+}
+
+// intentMessages builds the state topic messages of an intent: its chunks
+// first, then the state record that points at them (one partition, written
+// in order in one call, so the record is never ahead of its chunks).
+func intentMessages(ctx context.Context, c *clients, stateTopic, group, outputTopic string, base stateRecord, in intentRecord, releases []kafka.Message) ([]kafka.Message, error) {
+	chunks, sum := encodeIntent(releases)
+	in.Chunks, in.Messages, in.SHA256 = len(chunks), len(releases), sum
+	out := make([]kafka.Message, 0, len(chunks)+1)
+	for i, ch := range chunks {
+		out = append(out, kafka.Message{Topic: stateTopic, Key: []byte(intentKey(group, i)), Value: ch})
+	}
+	base.Pending = &in
+	sm, err := stateMessage(ctx, c, stateTopic, group, outputTopic, base)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, sm), nil
+}
+
+// committedOffsets reports whether the consumer group has committed an
+// offset for any partition of topics: a group that consumed before.
+func (c *clients) committedOffsets(ctx context.Context, group string, topics ...string) (bool, error) {
+	parts, err := c.partitions(ctx, topics...)
+	if err != nil {
+		return false, err
+	}
+	req := &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{}}
+	for t, ps := range parts {
+		req.Topics[t] = ps
+	}
+	res, err := c.client.OffsetFetch(ctx, req)
+	if errors.Is(err, kafka.GroupIdNotFound) {
+		return false, nil // some brokers (and kfake) answer so for a group that never committed
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: committed offsets of group %s: %v", ErrKafka, group, err)
+	}
+	if errors.Is(res.Error, kafka.GroupIdNotFound) {
+		return false, nil
+	}
+	if res.Error != nil {
+		return false, fmt.Errorf("%w: committed offsets of group %s: %v", ErrKafka, group, res.Error)
+	}
+	for _, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error == nil && p.CommittedOffset >= 0 {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,24 +113,66 @@ func badInputs() ([][]byte, []schema.Reason) {
 		[]schema.Reason{schema.ReasonNaNOrInf, schema.ReasonUnknownCategory, schema.ReasonMissingField, schema.ReasonNotAMap, schema.ReasonMalformed}
 }
 
-// messages returns the stream as Kafka messages keyed by user, with the
-// bad inputs mixed in every badEvery events (0: none), followed by one
-// sentinel event at the end of the last window + lateness, which lets the
-// last window close once the partitions go idle.
+// testArrivalDelay is how long after its event time each message of a
+// test stream reaches the broker: its record timestamp (arrival time) is
+// the event time plus this.
+const testArrivalDelay = 200 // ms
+
+// messages returns the stream as Kafka messages keyed by user, each with
+// its record timestamp (Time) set to its arrival time, the event time
+// plus testArrivalDelay (monotone: the events are in time order), with the
+// bad inputs mixed in every badEvery events (0: none, arriving with the
+// event before them), followed by one sentinel event at the end of the
+// last window + lateness. On one partition the sentinel's arrival closes
+// the last window; with more, the partitions without it close it once the
+// operator has read them to their end (core.caughtUp), at a tick after the
+// one that published the windows the data closed.
 func (s testStream) messages(badEvery int, lateness time.Duration) []kafka.Message {
 	bad, _ := badInputs()
 	var out []kafka.Message
 	for i, e := range s.events {
-		out = append(out, kafka.Message{Key: []byte(e.user), Value: e.encode(i)})
+		at := time.UnixMilli(e.time + testArrivalDelay)
+		out = append(out, kafka.Message{Key: []byte(e.user), Value: e.encode(i), Time: at})
 		if badEvery > 0 && i%badEvery == badEvery-1 {
 			b := bad[(i/badEvery)%len(bad)]
-			out = append(out, kafka.Message{Key: []byte(e.user), Value: b})
+			out = append(out, kafka.Message{Key: []byte(e.user), Value: b, Time: at})
 		}
 	}
 	end := testBase + int64(s.windows)*testSize.Milliseconds() + lateness.Milliseconds()
 	sentinel := testEvent{"sentinel", "north", "a", 0, end}
-	out = append(out, kafka.Message{Key: []byte("sentinel"), Value: sentinel.encode(1)})
+	out = append(out, kafka.Message{Key: []byte("sentinel"), Value: sentinel.encode(1), Time: time.UnixMilli(end + testArrivalDelay)})
+	testStreamEnd.Store(end + testArrivalDelay)
 	return out
+}
+
+// testStreamEnd is the largest record timestamp (arrival time) of the
+// messages returned by the latest call of testStream.messages: the end of
+// the simulated time of the stream a test produces (tests do not run in
+// parallel).
+var testStreamEnd atomic.Int64
+
+// testClock is the operator's clock in tests with a broker: it starts
+// idle_timeout after the end of the latest test stream (testStreamEnd, the
+// sentinel's arrival, as if the stream had just been produced live) and
+// runs testSlowdown times slower than real time. A partition read to its
+// end then moves to the sentinel's arrival time and stays there, so
+// exactly the stream's windows close (by the records' arrival times and
+// the partitions' ends), never a later empty one however long the test
+// takes (the next would need about 10⁴ s); a restart without
+// windows.start releases only windows after the stream. Commits, every
+// commit_interval of this clock, then happen in effect only when a run
+// drains.
+func testClock(idle time.Duration) func() time.Time { return slowClock(idle, testSlowdown) }
+
+// testSlowdown is how many times slower than real time testClock runs.
+const testSlowdown = 1000
+
+// slowClock is testClock running slowdown times slower than real time (1:
+// at the real rate, for the benchmark's publish latencies).
+func slowClock(idle time.Duration, slowdown time.Duration) func() time.Time {
+	start := time.UnixMilli(testStreamEnd.Load()).Add(idle)
+	t0 := time.Now()
+	return func() time.Time { return start.Add(time.Since(t0) / slowdown) }
 }
 
 // testConfig is the operator config the stream is made for.
@@ -147,9 +190,10 @@ func testConfig(brokers []string, input, output, group string) Config {
 	c.Schema.TimeField = "ts"
 	c.Schema.UnitField = "user"
 	c.Schema.GroupBy = []string{"region"}
-	c.Schema.Histogram = &schema.Histogram{Field: "cat", Categories: testCategories}
+	c.Schema.Histogram = &schema.Histogram{Field: "cat", Categories: slices.Clone(testCategories)} // a copy: tests may reorder it
 	c.Schema.ValueField, c.Schema.Lower, c.Schema.Upper = "v", testLower, testUpper
 	c.Windows.Size = testSize
+	c.Windows.Start = time.UnixMilli(testBase).UTC().Format(time.RFC3339) // the stream's first window
 	c.Windows.AllowedLateness = time.Second
 	c.Windows.IdleTimeout = 2 * time.Second
 	c.Windows.Aggregates = []string{AggCount, AggHistogram, AggSum, AggMean}

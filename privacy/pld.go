@@ -512,6 +512,9 @@ const discreteMaxAtoms = 1 << 26
 
 // newDiscretePLD discretizes the PLD of (K, K+d) for integer noise K.
 func newDiscretePLD(f discreteFamily, d int64, o PLDOptions) (*PLD, error) {
+	if useBinnedDGauss(f, d) { // large σ: intervals of atoms (pld_lattice.go)
+		return newBinnedDGaussPLD(f.(dgaussFamily), d, o)
+	}
 	maxL := f.maxLoss(d)
 	bounded := !math.IsInf(maxL, 1)
 	var kFirst, kLast int64

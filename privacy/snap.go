@@ -62,6 +62,18 @@ import (
 //
 // Integer-valued releases (counts, histogram cells) need no snapping: use
 // DiscreteLaplace or DiscreteGaussian directly.
+//
+// Vectors over a horizon (the operator). The same three paths exist for
+// noise calibrated jointly elsewhere (CalibrateParts): SnapRelease (exact
+// rounded Laplace), LatticeRelease (exact discrete Gaussian on the lattice,
+// calibrated as a DiscreteGaussian part for the integer sensitivity
+// LatticeSensitivity(L∞, Λ)), and SnapRelease with float noise, whose
+// residual over all the coordinates a unit can change is composed and
+// reserved by FloatIdeal (residual.go). That path clamps nothing beyond
+// ±2⁵⁰ grid steps: instead of an output clamp near data-independent bounds
+// (which group sums do not have), the noise beyond its 1 − 2⁻⁵⁰ half-width
+// is charged to δ, so it needs δ > 0 and light tails, and Λ ≥ reach·2⁻²²
+// (FloatStep).
 
 // Constants of the snapping analysis.
 const (
@@ -352,9 +364,10 @@ func (p Snapped) Release(s *Stream, value float64) (float64, error) {
 // and subbotin:1 noise is exact rounded Laplace: the release is exactly as
 // private as the continuous mechanism at that sensitivity. For every other
 // mechanism, including gaussian here, the float64 residual described above
-// applies and is not reserved by SnapRelease (NewSnapped reserves it); the
-// noise is not clamped. Errors: invalid parameters or a non-finite value
-// (not echoed).
+// applies and is not reserved by SnapRelease (NewSnapped reserves it for one
+// value; FloatIdeal composes and reserves it for many — see residual.go);
+// the noise is not clamped. Errors: invalid parameters or a non-finite
+// value (not echoed).
 func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float64) (float64, error) {
 	if err := checkSnapRange(lower, upper, step, 0); err != nil {
 		return 0, err
@@ -375,6 +388,41 @@ func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float6
 	// maxSnapUnits would not be: the output n − kmax would be impossible for
 	// a neighbouring n' > n, a δ of P(noise < −kmax) per value.)
 	return snapAdd(kind, m, s, scale, step, lower, upper, maxLattice+maxSnapUnits, -maxLattice, maxLattice, value)
+}
+
+// LatticeSensitivity returns the integer sensitivity, in grid units, of a
+// value with sensitivity linf clamped and rounded to the grid step:
+// ⌊linf/step⌋ + 1. Two values at most linf apart round to grid points at
+// most that many steps apart (|round(a) − round(b)| ≤ |a − b| + 1, and the
+// left side is an integer); the value is exact since step is a power of
+// two. NaN for invalid arguments.
+func LatticeSensitivity(linf, step float64) float64 {
+	if !(linf > 0) || math.IsInf(linf, 0) || !(step > 0) || math.IsInf(step, 0) {
+		return math.NaN()
+	}
+	return math.Floor(linf/step) + 1
+}
+
+// LatticeRelease releases value with exact discrete Gaussian noise on the
+// lattice step·Z: the value is clamped into [lower, upper] and rounded to the
+// nearest multiple of step (exactly: step is a power of two), integer noise
+// K with P(K = k) ∝ e^{−k²/(2σ²)} (σ = sigma in grid units, sampled exactly)
+// is added in integer arithmetic, and (n + K)·step is returned (clamped to
+// ±2⁵³ grid steps, a data-independent post-processing). The release is the
+// discrete Gaussian mechanism on the integer n, so a calibration of
+// DiscreteGaussian for the integer sensitivity LatticeSensitivity(Δ, step)
+// (alone, or as a Part of CalibrateParts) holds exactly: no floating-point
+// residual. This is NewSnapped's lattice path with σ calibrated elsewhere.
+// Errors: invalid parameters (σ outside [2⁻³⁰, 2⁴⁰], bounds beyond 2⁵⁰ grid
+// steps) or a non-finite value (not echoed).
+func LatticeRelease(s *Stream, sigma, step, lower, upper, value float64) (float64, error) {
+	if err := checkSnapRange(lower, upper, step, 0); err != nil {
+		return 0, err
+	}
+	if !discreteScaleOK(sigma) {
+		return 0, fmt.Errorf("%w: lattice noise σ is %v grid steps, outside [2^-30, 2^40]", ErrInvalidParameter, sigma)
+	}
+	return snapAdd(snapLattice, DiscreteGaussian{}, s, sigma, step, lower, upper, 0, -maxLattice, maxLattice, value)
 }
 
 // snapAdd is the release step shared by Snapped and SnapRelease: n =

@@ -42,8 +42,8 @@ const (
 	// about 35 years). Event times are limited to ±2^61 ms, so window
 	// arithmetic never overflows int64.
 	maxDuration = (1 << 40) * time.Millisecond
-	// minTime and maxTime bound event times and watermarks (±2^61 ms, about
-	// 73 million years either side of the epoch).
+	// minTime and maxTime bound event and arrival times and watermarks
+	// (±2^61 ms, about 73 million years either side of the epoch).
 	minTime = -(1 << 61)
 	maxTime = 1 << 61
 )
@@ -58,12 +58,9 @@ type Config struct {
 	// Offset shifts window boundaries from the epoch: 0 ≤ Offset < Size.
 	Offset time.Duration
 	// AllowedLateness keeps a window open after its end: it closes once
-	// every active partition's watermark is ≥ end + AllowedLateness.
+	// every partition's watermark (arrival time) is ≥ end +
+	// AllowedLateness, and an event arriving at or after that is late.
 	AllowedLateness time.Duration
-	// IdleTimeout is how long (in processing time, as passed to Tick) a
-	// partition may go without events or Advance before it stops holding
-	// windows open. 0 disables idle detection.
-	IdleTimeout time.Duration
 
 	// EventLevel selects event-level privacy: every event is its own
 	// privacy unit and Event.Unit is ignored. The per-unit bounds are then
@@ -114,19 +111,21 @@ type Config struct {
 	// covers, so a cap that is ever reached must be raised (see
 	// Drops.GroupCap).
 	MaxOpenGroups int
-	// MaxOpenWindows caps the windows open at once (0: no cap). Events that
-	// would open one more are dropped with StatusTooManyWindows. Which
-	// events hit the cap depends on arrival order, so it is a memory guard
-	// for bad timestamps, not part of normal operation.
+	// MaxOpenWindows caps the windows open at once (0: no cap). An event
+	// whose window starts MaxOpenWindows windows or more after the first
+	// window not yet emitted is dropped with status TooManyWindows: the cap
+	// is measured from the emission point, so no event can push another's
+	// window out (see Tumbling). It is a memory guard; an in-sync
+	// consumer never reaches it when it is at least ⌈(MaxSkew +
+	// AllowedLateness + D)/Size⌉ + 2, D being how far the effective
+	// watermark may lag an event's arrival.
 	MaxOpenWindows int
-	// MaxSkew guards the watermarks against far-future event times (0:
-	// off). An event more than MaxSkew ahead of its partition's watermark
-	// is dropped with status TooFarAhead and moves no watermark, unless it
-	// completes a run of JumpEvents such events (see Tumbling, "Far-future
-	// events"). A partition without a watermark is measured against the
-	// time given to EmitFrom, or accepted if EmitFrom was not called.
-	// Use at least Size + AllowedLateness, and more than the usual spread
-	// of event times within one partition.
+	// MaxSkew is how far an event's time may be ahead of its arrival
+	// (0: off): an event with Time > Arrival + MaxSkew is dropped with
+	// status TooFarAhead. It bounds how far ahead one event can open a
+	// window, and is measured against the event's own arrival, so a bogus
+	// timestamp affects only its own event. Use the largest clock skew
+	// expected between the event sources and the broker.
 	MaxSkew time.Duration
 }
 
@@ -165,12 +164,6 @@ func (c Config) Validate() error {
 	default:
 		wholeMs("allowed lateness", c.AllowedLateness)
 	}
-	if c.IdleTimeout < 0 {
-		bad("idle timeout must not be negative (0 disables idle detection)")
-	} else {
-		wholeMs("idle timeout", c.IdleTimeout)
-	}
-
 	if !c.Histogram && !c.Count && !c.Sum && !c.Mean {
 		bad("at least one aggregate (histogram, count, sum, mean) is required")
 	}

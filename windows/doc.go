@@ -1,12 +1,17 @@
 // Package windows aggregates events into event-time tumbling windows with
-// per-unit contribution bounds. It is pure and clock-free: event times come
-// with the events, watermarks through Advance, processing time through
-// Tick; it imports no Kafka, operator or privacy code.
+// per-unit contribution bounds. It is pure and clock-free: event times and
+// arrival times come with the events, watermarks through Advance; it
+// imports no Kafka, operator or privacy code.
+//
+// An event's time (from the data) decides its window; its arrival time
+// (from the broker, a clock no privacy unit controls) decides whether it
+// is accepted and when windows close, so that no unit can change which of
+// another unit's events are accepted (see Tumbling).
 //
 // The operator converts each decoded event into an Event and calls
 // Tumbling.Add; on rebalances it calls AssignPartitions and
-// RevokePartitions; periodically it calls Tick with its clock and Poll to
-// collect closed windows. Each Window holds exact aggregates per group —
+// RevokePartitions; it calls Advance for partitions it has read to their
+// end, and Poll to collect closed windows. Each Window holds exact aggregates per group —
 // histogram counts, counts, sums of clamped values, and the centred sum and
 // value count a mean needs — after contribution bounding, together with
 // the sensitivity of every vector, derived from the bounds
@@ -16,8 +21,9 @@
 // aggregation, by keyed bottom-k sampling: a unit keeps the k candidates
 // (groups, cells, values) of smallest keyed priority, a uniformly random
 // subset that does not depend on the order in which events arrive. Closing
-// is deterministic: the same per-partition event sequences give
-// byte-identical windows however the partitions interleave.
+// is deterministic: the same per-partition event sequences, with arrival
+// times that do not decrease along each partition, give byte-identical
+// windows however the partitions interleave and whenever Poll is called.
 //
 // Window.Merge combines partial windows of several instances that saw
 // disjoint units, exactly (sums are kept as exact floating-point

@@ -108,7 +108,11 @@ func checkPinned(t *testing.T, compacting bool) {
 }
 
 // pinnedRun feeds 12 000 events on 3 partitions with jittered times
-// (out of order within lateness, some late), units drawn from a skewed
+// (out of order within lateness, some late), each arriving at the largest
+// event time seen on its partition so far (its own included: monotone
+// arrivals under which the arrival-time rules make exactly the decisions
+// the first implementation's event-time watermarks made, so the digests
+// pinned with it still apply), units drawn from a skewed
 // distribution (a few heavy units hit every bound), 1 event in 12 without
 // a unit, buckets including −1, values partly outside [Lower, Upper],
 // polling every 500 events, and returns the digest of everything observable
@@ -135,7 +139,7 @@ func pinnedRun(t *testing.T, tu *Tumbling, units, groups int) (string, int) {
 		}
 		return len(ws)
 	}
-	var ts [3]int64
+	var ts, arrival [3]int64
 	offsets := [3]int64{}
 	for i := 0; i < 12_000; i++ {
 		p := r.IntN(3)
@@ -149,6 +153,8 @@ func pinnedRun(t *testing.T, tu *Tumbling, units, groups int) (string, int) {
 		if r.IntN(100) == 0 {
 			e.Time -= 15_000 // late
 		}
+		arrival[p] = max(arrival[p], e.Time)
+		e.Arrival = arrival[p]
 		// Skewed units: u = ⌊units · x³⌋ makes the first units heavy.
 		x := r.Float64()
 		e.Unit = fmt.Sprint("unit-", int(float64(units)*x*x*x))

@@ -22,22 +22,25 @@ func propCfg() Config {
 	}
 }
 
-// genPartitions returns per-partition event sequences: times mostly
-// increasing with jitter up to ±3 s (some out of order within lateness,
-// some late), units shared across partitions, values partly outside the
-// clamping range.
+// genPartitions returns per-partition event sequences: arrival times
+// increasing on each partition (a broker's LogAppendTime), event times
+// around them with jitter up to ±3 s (some out of order within lateness,
+// some late), a few far behind (late), units shared across partitions,
+// values partly outside the clamping range.
 func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 	seqs := make([][]Event, parts)
 	for p := range seqs {
 		ts := int64(r.IntN(5_000) + r.IntN(3)*25_000) // partitions may start far apart
+		arr := ts
 		for i := 0; i < perPart; i++ {
 			ts += int64(r.IntN(400))
+			arr = max(arr, ts+int64(r.IntN(500))) // arrives 0–0.5 s after ts, monotone
 			t := ts + int64(r.IntN(6_000)) - 3_000
 			if r.IntN(50) == 0 {
 				t -= 20_000 // far behind: late
 			}
 			e := Event{
-				Partition: int32(p), Offset: int64(i), Time: t,
+				Partition: int32(p), Offset: int64(i), Time: t, Arrival: arr,
 				Unit:   fmt.Sprint("u", r.IntN(units)),
 				Group:  fmt.Sprint("g", r.IntN(4)),
 				Bucket: r.IntN(7) - 1,
@@ -50,8 +53,9 @@ func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 			}
 			if r.IntN(40) == 0 {
 				// A watermark hint, part of the partition's sequence: an
-				// event with Bucket −2 stands for Advance(p, Time).
-				seqs[p] = append(seqs[p], Event{Partition: int32(p), Time: ts - 2_000, Bucket: -2})
+				// event with Bucket −2 stands for Advance(p, Time), a time
+				// no later event of p arrives before.
+				seqs[p] = append(seqs[p], Event{Partition: int32(p), Time: arr, Arrival: arr, Bucket: -2})
 			}
 			seqs[p] = append(seqs[p], e)
 		}
@@ -61,11 +65,17 @@ func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 
 // runInterleaved feeds the sequences in an interleaving drawn from r,
 // polling at random moments, then advances every partition far ahead and
-// polls the rest. It returns the encoded windows and the statuses of the
-// events in per-partition order.
-func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand) ([][]byte, string) {
+// polls the rest. With from set it calls EmitFrom(*from) first. It returns
+// the encoded windows and the statuses of the events in per-partition
+// order.
+func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand, from *int64) ([][]byte, string) {
 	t.Helper()
 	tu := mustNew(t, cfg)
+	if from != nil {
+		if err := tu.EmitFrom(*from); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ids := make([]int32, len(seqs))
 	for p := range ids {
 		ids[p] = int32(p)
@@ -110,7 +120,7 @@ func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand) ([][
 			poll()
 		}
 	}
-	end := lastTime(seqs...) + 20_000 // past the last window's end + lateness
+	end := lastTime(seqs...) + 20_000 // past the last window's end + lateness, and every arrival
 	for p := range seqs {
 		tu.Advance(int32(p), end)
 	}
@@ -139,7 +149,7 @@ func TestInterleavingDoesNotChangeResults(t *testing.T) {
 			mod(&cfg)
 			for seed := uint64(1); seed <= 4; seed++ {
 				seqs := genPartitions(rand.New(rand.NewPCG(seed, 99)), 3, 300, 25)
-				sameUnderInterleavings(t, cfg, seqs, seed, 10)
+				sameUnderInterleavings(t, cfg, seqs, seed, 10, nil)
 			}
 		})
 	}
@@ -152,9 +162,8 @@ func TestMergeEqualsSingleInstance(t *testing.T) {
 	for _, eventLevel := range []bool{false, true} {
 		cfg := propCfg()
 		cfg.EventLevel = eventLevel
-		// Lateness depends on each instance's own watermark; make it long
-		// enough that no event is late in any instance.
-		cfg.AllowedLateness = time.Minute
+		// Lateness depends on each event's own arrival only, so the
+		// instances drop exactly the events the single instance drops.
 		r := rand.New(rand.NewPCG(7, 8))
 		seqs := genPartitions(r, 1, 2_000, 40)
 		// Instance by unit (or by event for event level): partitions keyed by unit.
@@ -204,12 +213,12 @@ func TestMergeEqualsSingleInstance(t *testing.T) {
 	}
 }
 
-// lastTime is the largest event time in the sequences.
+// lastTime is the largest event or arrival time in the sequences.
 func lastTime(seqs ...[]Event) int64 {
 	m := int64(0)
 	for _, s := range seqs {
 		for _, e := range s {
-			m = max(m, e.Time)
+			m = max(m, e.Time, e.Arrival)
 		}
 	}
 	return m
@@ -415,17 +424,18 @@ func diffVectors(a, b Window, nb int) map[string]Sensitivity {
 }
 
 // sameUnderInterleavings runs seqs in the reference interleaving (stream
-// (seed, 0)) and in n others (streams (seed, 1…n)), fails unless every run
-// gives the same statuses and byte-identical windows (at least 5 of them),
-// and returns the reference statuses.
-func sameUnderInterleavings(t *testing.T, cfg Config, seqs [][]Event, seed uint64, n uint64) string {
+// (seed, 0)) and in n others (streams (seed, 1…n)), each with EmitFrom(*from)
+// if from is set, fails unless every run gives the same statuses and
+// byte-identical windows (at least 5 of them), and returns the reference
+// statuses.
+func sameUnderInterleavings(t *testing.T, cfg Config, seqs [][]Event, seed uint64, n uint64, from *int64) string {
 	t.Helper()
-	ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)))
+	ref, refStatus := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, 0)), from)
 	if len(ref) < 5 {
 		t.Fatalf("seed %d: only %d windows", seed, len(ref))
 	}
 	for k := uint64(1); k <= n; k++ {
-		got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)))
+		got, status := runInterleaved(t, cfg, seqs, rand.New(rand.NewPCG(seed, k)), from)
 		if status != refStatus {
 			t.Fatalf("seed %d interleaving %d: statuses differ", seed, k)
 		}

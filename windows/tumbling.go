@@ -16,67 +16,92 @@ var (
 )
 
 // Tumbling aggregates events into event-time tumbling windows with
-// per-unit contribution bounds. It is pure and clock-free: event times come
-// with the events, watermarks with Advance, and processing time with Tick.
-// It is not safe for concurrent use.
+// per-unit contribution bounds. It is pure and clock-free: event times and
+// arrival times come with the events, watermarks with Advance. It is not
+// safe for concurrent use.
 //
-// # Windows and watermarks
+// # Two clocks
+//
+// Every event carries two times. Time, the event time, decides which
+// window the event belongs to; it comes from the data, so a privacy unit
+// controls it. Arrival is when the event reached the input (the broker's
+// record timestamp: ingestion time); it comes from a clock no privacy unit
+// controls. Every status Add gives an event is a predicate on that event
+// alone and on trusted clocks, never on the event times of other events,
+// so no unit can change which of another unit's events are accepted into
+// a window. (What a unit may contribute to a window it is accepted into is
+// limited by the contribution bounds below, whose effect the
+// sensitivities account for.)
+//
+// # Windows, watermarks and closing
 //
 // Window k is [Offset + k·Size, Offset + (k+1)·Size) in Unix milliseconds.
-// Each partition p has a watermark W_p: the largest event time seen on p
-// (by Add, including late events but not TooFarAhead ones) or passed to
-// Advance(p, ·), whichever is larger; W_p never decreases. An assigned partition without events or
+// Each partition p has a watermark W_p: the largest Arrival of an event
+// added on p (whatever its status, except BadTime and Unassigned) or
+// passed to Advance(p, ·), whichever is larger; W_p never decreases and
+// event times never move it. An assigned partition without events or
 // Advance has no watermark yet and holds every window open. The effective
 // watermark is
 //
-//	WM = min W_p over active partitions, if any partition is active;
-//	WM = max W_p over all partitions, if every partition is idle;
-//	WM = −∞ with no partitions (nothing closes).
+//	WM = min W_p over the assigned partitions (none without partitions).
 //
-// A window [s, e) closes when e + AllowedLateness ≤ WM. An event on p is
-// late, counted and dropped, if its window has closed or if its window's
-// e + AllowedLateness ≤ W_p (p's own watermark has passed it). The second
-// rule makes acceptance depend only on the partition's own sequence, which
-// is what makes closing deterministic: the same per-partition event
-// sequences give the same closed windows, byte for byte, however the
-// partitions interleave and whenever Poll is called — as long as the set of
-// active partitions does not change on the way (idle detection and
-// rebalances depend on processing time and are outside this guarantee).
+// A window [s, e) closes when e + AllowedLateness ≤ WM, and Poll emits it.
 //
-// # Far-future events
+// # What happens to an event
 //
-// With MaxSkew > 0, an event on p whose time is more than MaxSkew ahead
-// of W_p is dropped with status TooFarAhead: it moves no watermark and
-// opens no window, so one bogus timestamp (say in the year 9999) can
-// neither close the open windows nor make later events late nor make Poll
-// emit empty windows up to it. A genuine jump (a partition silent for
-// longer than MaxSkew) heals itself: the JumpEvents-th consecutive event
-// on p that is too far ahead, each within MaxSkew of the one before, is
-// accepted and moves W_p as usual (the JumpEvents − 1 before it stay
-// dropped). Any event on p that is not too far ahead, and any Advance of
-// p, restarts the count. Every part of the rule depends only on p's own
-// sequence of events and Advance calls, so closing stays deterministic.
+// Add decides, in this order, from the event and the trusted clocks only:
 //
-// A partition without a watermark is measured against the time given to
-// EmitFrom (after a restart: the end of the last published window); if
-// EmitFrom was not called, its first event is accepted whatever its time.
-// That is the rule's blind spot: a bogus first event on a fresh partition
-// of a fresh aggregation sets W_p far ahead. Comparing with the other
-// partitions' watermarks instead would make the outcome depend on how
-// partitions interleave, so it is not done.
+//   - BadTime: Time or Arrival is outside ±2^61 ms.
+//   - Unassigned: the partition was revoked.
+//   - BadBucket, BadValue: see Status.
+//   - TooFarAhead (MaxSkew > 0): Time > Arrival + MaxSkew. The event's own
+//     arrival is the reference, so a bogus future timestamp affects only
+//     its own event.
+//   - Late: e + AllowedLateness ≤ Arrival (the window was over, by the
+//     trusted clock, when the event arrived), or the window was already
+//     emitted (s < the next window to emit).
+//   - TooManyWindows (MaxOpenWindows > 0): s ≥ next + MaxOpenWindows·Size,
+//     where next is the first window not yet emitted: the cap is measured
+//     from the emission point, which only the trusted clocks move, not
+//     from how many windows other events opened. Every open window then
+//     lies in [next, next + MaxOpenWindows·Size), so at most
+//     MaxOpenWindows are open. (Without EmitFrom, until the first window
+//     is emitted, the cap counts open windows instead; see Emission.)
+//   - Accepted otherwise.
 //
-// Events dropped by MaxOpenWindows (TooManyWindows) still move W_p:
-// whether the cap is hit depends on the windows other partitions opened,
-// so letting it hold W_p back would make every later decision on p depend
-// on the interleaving. With MaxSkew set, far-future events are dropped
-// before they reach the cap.
+// If Arrival is monotone on each partition (non-decreasing along the
+// partition's sequence of events and Advance calls, as Kafka's
+// LogAppendTime is), an event whose window was already emitted also fails
+// its own Late predicate: the window closed when every W_q, W_p included,
+// reached e + AllowedLateness, and the event arrived on p after that. So
+// the content of every window is exactly the events whose own predicates
+// accept them — independent of the other units' data, of how partitions
+// interleave and of when Poll is called. Only TooManyWindows depends on
+// timing (on how far the emission point lags the event's arrival, e.g.
+// while one partition catches up on a backlog): size the cap so that an
+// in-sync consumer never reaches it. An accepted event's window starts
+// before Arrival + MaxSkew, and the next window to emit starts after WM −
+// AllowedLateness − Size, so with WM at most D behind the event's arrival
+// a cap of ⌈(MaxSkew + AllowedLateness + D)/Size⌉ + 2 is never reached (D
+// is under the operator's idle timeout plus a tick when a partition is
+// advanced by Advance rather than by its own events).
+//
+// Partitions that receive nothing hold windows open until the caller
+// vouches for them with Advance (the operator does so for a partition it
+// has read to its end, with its clock minus a margin for clock skew).
 //
 // # Emission
 //
-// Poll emits closed windows in start order, contiguously: from the first
-// window (the window given to EmitFrom, or else the earliest window with
-// an accepted event) every window is emitted, including empty ones, since
+// Poll emits closed windows in start order, contiguously, from the window
+// given to EmitFrom: every window is emitted, including empty ones, since
 // skipping empty windows would reveal that no unit was present.
+//
+// Without EmitFrom, emission starts at the earliest window with an
+// accepted event once that window closes. Which windows exist then depends
+// on the data — one unit's early event adds windows to the output — so
+// that mode is for exact, non-private aggregation and tests only: private
+// releases must call EmitFrom with a time that does not depend on the
+// data (a configured start, or where the previous run stopped).
 //
 // # Contribution bounds
 //
@@ -94,7 +119,6 @@ type Tumbling struct {
 	size   int64
 	offset int64
 	late   int64
-	idle   int64
 	skew   int64   // MaxSkew in ms; 0: off
 	valued bool    // Sum or Mean
 	mid    float64 // Lower/2 + Upper/2
@@ -108,9 +132,7 @@ type Tumbling struct {
 
 	started bool  // next is set
 	next    int64 // start of the next window to emit
-	origin  int64 // the time given to EmitFrom, if hasOrig
-	hasOrig bool
-	touched bool // Add or Poll happened
+	touched bool  // Add or Poll happened
 
 	stats Stats
 
@@ -119,24 +141,11 @@ type Tumbling struct {
 	sink  uint32 // keeps flush's cache-warming reads
 }
 
-// partition is the watermark and activity state of one input partition.
+// partition is the watermark of one input partition.
 type partition struct {
-	wm      int64
-	hasWM   bool
-	idle    bool
-	seen    bool // Add or Advance since the last Tick
-	last    int64
-	hasLast bool  // last is the processing time of the latest activity
-	jump    int64 // time of the latest event of the current run of too-far-ahead events
-	jumps   int   // length of that run (0: none)
+	wm    int64 // the largest arrival time seen, if hasWM
+	hasWM bool
 }
-
-// JumpEvents is the number of consecutive too-far-ahead events, each
-// within MaxSkew of the one before, after which a partition accepts the
-// jump (see Tumbling, "Far-future events"). A design choice: one or two
-// stray timestamps are rejected, while a partition that was silent for
-// longer than MaxSkew loses only its first two events after the gap.
-const JumpEvents = 3
 
 // New returns an aggregator for the configuration. The seed keys the
 // sampling of contribution bounds: the same seed gives the same kept
@@ -157,7 +166,6 @@ func New(cfg Config, seed [32]byte) (*Tumbling, error) {
 		size:    ms(cfg.Size),
 		offset:  ms(cfg.Offset),
 		late:    ms(cfg.AllowedLateness),
-		idle:    ms(cfg.IdleTimeout),
 		skew:    ms(cfg.MaxSkew),
 		valued:  cfg.Sum || cfg.Mean,
 		sens:    sens,
@@ -245,37 +253,38 @@ func (t *Tumbling) flush() {
 }
 
 func (t *Tumbling) add(e *Event) (Status, int64) {
-	if e.Time < minTime || e.Time > maxTime {
+	if e.Time < minTime || e.Time > maxTime || e.Arrival < minTime || e.Arrival > maxTime {
 		return BadTime, 0
 	}
 	start := t.WindowStart(e.Time)
+	p := t.partition(e.Partition)
+	if p == nil {
+		return Unassigned, start
+	}
+	t.touched = true
+	// The arrival clock is trusted: it moves the watermark whatever
+	// happens to the event.
+	if !p.hasWM || e.Arrival > p.wm {
+		p.wm, p.hasWM = e.Arrival, true
+	}
 	if e.Bucket < -1 || (t.cfg.Histogram && e.Bucket >= t.cfg.NumBuckets) {
 		return BadBucket, start
 	}
 	if t.valued && e.HasValue && (math.IsNaN(e.Value) || math.IsInf(e.Value, 0)) {
 		return BadValue, start
 	}
-	p := t.partition(e.Partition)
-	if p == nil {
-		return Unassigned, start
-	}
-	t.touched = true
-	p.seen, p.idle = true, false
-	if t.skew > 0 && t.tooFarAhead(p, e.Time) {
+	// No overflow below: times are within ±2^61 ms, durations ≤ 2^40 ms.
+	if t.skew > 0 && e.Time-e.Arrival > t.skew {
 		return TooFarAhead, start
 	}
-	late := (t.started && start < t.next) || (p.hasWM && start+t.size+t.late <= p.wm)
-	if !p.hasWM || e.Time > p.wm {
-		p.wm, p.hasWM = e.Time, true
-	}
-	if late {
+	if start+t.size+t.late <= e.Arrival || (t.started && start < t.next) {
 		return Late, start
 	}
 	w := t.cur
 	if w == nil || w.start != start {
 		w = t.open[start]
 		if w == nil {
-			if c := t.cfg.MaxOpenWindows; c > 0 && len(t.open) >= c {
+			if t.capped(start) {
 				return TooManyWindows, start
 			}
 			w = newOpenWindow(t, start)
@@ -294,33 +303,24 @@ func (t *Tumbling) add(e *Event) (Status, int64) {
 	return Accepted, start
 }
 
-// tooFarAhead applies the MaxSkew rule to an event at time ts on p and
-// updates p's run of too-far-ahead events: it reports whether the event
-// must be dropped.
-func (t *Tumbling) tooFarAhead(p *partition, ts int64) bool {
-	ref, ok := p.wm, p.hasWM
-	if !ok {
-		ref, ok = t.origin, t.hasOrig
-	}
-	if !ok || ts-ref <= t.skew { // no overflow: |ts|, |ref| ≤ 2^61
-		p.jumps = 0
+// capped reports whether opening the window starting at start would break
+// MaxOpenWindows: once the emission point is fixed, whether the window
+// lies MaxOpenWindows windows or more past it (it is not before it: such
+// an event is late); before that (no EmitFrom), whether MaxOpenWindows
+// windows are open.
+func (t *Tumbling) capped(start int64) bool {
+	c := int64(t.cfg.MaxOpenWindows)
+	if c <= 0 {
 		return false
 	}
-	if p.jumps > 0 && ts-p.jump <= t.skew && p.jump-ts <= t.skew {
-		p.jumps++
-	} else {
-		p.jumps = 1
+	if t.started {
+		return (start-t.next)/t.size >= c // start ≥ next, both within ±2^61: no overflow
 	}
-	p.jump = ts
-	if p.jumps >= JumpEvents {
-		p.jumps = 0
-		return false
-	}
-	return true
+	return int64(len(t.open)) >= c
 }
 
 // partition returns the state of partition id, registering an unknown
-// partition as active, or nil for a revoked one.
+// partition, or nil for a revoked one.
 func (t *Tumbling) partition(id int32) *partition {
 	if p := t.parts[id]; p != nil {
 		return p
@@ -328,16 +328,17 @@ func (t *Tumbling) partition(id int32) *partition {
 	if _, ok := t.revoked[id]; ok {
 		return nil
 	}
-	p := &partition{seen: true}
+	p := &partition{}
 	t.parts[id] = p
 	return p
 }
 
-// Advance raises partition p's watermark to wm (it never lowers it), for
-// example from a broker's high-water mark time when p has no new events.
-// MaxSkew does not apply: the caller vouches for wm.
-// An unknown partition is registered. It returns an error wrapping
-// ErrRevoked for a revoked partition and ErrTime for wm outside ±2^61 ms.
+// Advance raises partition p's watermark to wm (it never lowers it): the
+// caller vouches that every later event of p will arrive at wm or later,
+// for example because p was read to its end at a time its clock puts at
+// wm or later. An unknown partition is registered. It returns an error
+// wrapping ErrRevoked for a revoked partition and ErrTime for wm outside
+// ±2^61 ms.
 func (t *Tumbling) Advance(p int32, wm int64) error {
 	if wm < minTime || wm > maxTime {
 		return fmt.Errorf("%w: watermark %d", ErrTime, wm)
@@ -346,7 +347,6 @@ func (t *Tumbling) Advance(p int32, wm int64) error {
 	if s == nil {
 		return fmt.Errorf("%w: partition %d", ErrRevoked, p)
 	}
-	s.seen, s.idle, s.jumps = true, false, 0
 	if !s.hasWM || wm > s.wm {
 		s.wm, s.hasWM = wm, true
 	}
@@ -354,15 +354,14 @@ func (t *Tumbling) Advance(p int32, wm int64) error {
 }
 
 // AssignPartitions registers partitions (on a Kafka rebalance). A new
-// partition is active and has no watermark, so it holds every window open
-// until it receives an event, an Advance, or goes idle. Re-assigning a
-// revoked partition makes it usable again; re-assigning a known one does
-// nothing.
+// partition has no watermark, so it holds every window open until it
+// receives an event or an Advance. Re-assigning a revoked partition makes
+// it usable again; re-assigning a known one does nothing.
 func (t *Tumbling) AssignPartitions(ps ...int32) {
 	for _, id := range ps {
 		delete(t.revoked, id)
 		if t.parts[id] == nil {
-			t.parts[id] = &partition{seen: true}
+			t.parts[id] = &partition{}
 		}
 	}
 }
@@ -381,56 +380,32 @@ func (t *Tumbling) RevokePartitions(ps ...int32) {
 	}
 }
 
-// Tick passes processing time now (Unix milliseconds, from the caller's
-// clock) for idle detection. A partition with an Add or Advance since the
-// previous Tick is stamped active at now; a partition whose latest stamp is
-// at least IdleTimeout before now becomes idle, and stays idle until its
-// next Add or Advance. Idle detection is as fine as the Tick interval.
-// With IdleTimeout 0, Tick does nothing.
-func (t *Tumbling) Tick(now int64) {
-	if t.idle <= 0 {
-		return
-	}
-	for _, p := range t.parts {
-		switch {
-		case p.seen || !p.hasLast:
-			p.seen, p.last, p.hasLast = false, now, true
-		case now-p.last >= t.idle:
-			p.idle = true
-		}
-	}
-}
-
-// Watermark returns the effective watermark (see Tumbling) and false if
-// there is none yet.
+// Watermark returns the effective watermark, the smallest partition
+// watermark (see Tumbling), and false if there is none yet: no partition,
+// or a partition without a watermark.
 func (t *Tumbling) Watermark() (int64, bool) {
-	var minActive, maxAll int64
-	anyActive, anyWM := false, false
+	var wm int64
+	any := false
 	for _, p := range t.parts {
-		if !p.idle {
-			if !p.hasWM {
-				return 0, false // an active partition without a watermark holds everything
-			}
-			if !anyActive || p.wm < minActive {
-				minActive = p.wm
-			}
-			anyActive = true
+		if !p.hasWM {
+			return 0, false // a partition without a watermark holds everything
 		}
-		if p.hasWM && (!anyWM || p.wm > maxAll) {
-			maxAll, anyWM = p.wm, true
+		if !any || p.wm < wm {
+			wm, any = p.wm, true
 		}
 	}
-	if anyActive {
-		return minActive, true
-	}
-	return maxAll, anyWM
+	return wm, any
 }
 
 // EmitFrom sets the first window Poll emits to the one holding time ms;
-// events of earlier windows are late. Use it on start-up (the end of the
-// last published window after a restart, or a configured start) so that
-// the first release does not depend on when data began. It must be called
-// before any Add or Poll; otherwise it returns an error wrapping ErrStarted.
+// events of earlier windows are late. Private releases must call it, with
+// a time that does not depend on the data (the end of the last published
+// window after a restart, a configured start, or the time the deployment
+// began): without it the first window is the earliest one with an event,
+// so one unit's early event would add windows to the output (see
+// Tumbling, "Emission"). It also fixes the point MaxOpenWindows is
+// measured from. It must be called before any Add or Poll; otherwise it
+// returns an error wrapping ErrStarted.
 func (t *Tumbling) EmitFrom(ms int64) error {
 	if t.touched || t.started {
 		return ErrStarted
@@ -439,7 +414,6 @@ func (t *Tumbling) EmitFrom(ms int64) error {
 		return fmt.Errorf("%w: start %d", ErrTime, ms)
 	}
 	t.next, t.started = t.WindowStart(ms), true
-	t.origin, t.hasOrig = ms, true
 	return nil
 }
 

@@ -14,7 +14,7 @@ var testSeed = [32]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 1
 // countCfg: 10 s windows, 2 s lateness, counts only, generous bounds.
 func countCfg() Config {
 	return Config{
-		Size: 10 * time.Second, AllowedLateness: 2 * time.Second, IdleTimeout: 30 * time.Second,
+		Size: 10 * time.Second, AllowedLateness: 2 * time.Second,
 		Count: true, MaxGroups: 1, MaxValues: 100,
 	}
 }
@@ -28,22 +28,26 @@ func mustNew(t testing.TB, cfg Config) *Tumbling {
 	return tu
 }
 
-// op is one step of a boundary scenario.
+// op is one step of a boundary scenario: exactly one of add, advance,
+// assign, revoke or poll.
 type op struct {
 	add     *Event // Add this event and expect status want
 	want    Status
 	advance [2]int64 // Advance(partition, wm) if advance[1] != 0
-	tick    int64    // Tick(tick) if != 0
 	assign  []int32
 	revoke  []int32
 	poll    []int64 // Poll(0) and expect these window starts (nil: expect none)
 }
 
-func ev(p int32, ts int64) *Event {
-	return &Event{Partition: p, Time: ts, Unit: "u", Bucket: -1}
+// ev is an event at time ts on partition p that arrives when it happens.
+func ev(p int32, ts int64) *Event { return evAt(p, ts, ts) }
+
+// evAt is an event at time ts on partition p that arrives at arr.
+func evAt(p int32, ts, arr int64) *Event {
+	return &Event{Partition: p, Time: ts, Arrival: arr, Unit: "u", Bucket: -1}
 }
 
-func pollOp(starts ...int64) op { return op{poll: starts, tick: -1} }
+func pollOp(starts ...int64) op { return op{poll: starts} }
 
 func TestBoundaries(t *testing.T) {
 	const s = 10_000 // window size in ms; lateness is 2_000
@@ -60,17 +64,21 @@ func TestBoundaries(t *testing.T) {
 			{add: ev(0, s+2_000)}, pollOp(0),
 		}},
 		{name: "out of order within lateness is accepted", ops: []op{
-			{add: ev(0, 5_000)}, {add: ev(0, s+1_999)}, {add: ev(0, 1)}, pollOp(),
+			{add: ev(0, 5_000)}, {add: ev(0, s+1_999)}, {add: evAt(0, 1, s+1_999)}, pollOp(),
 			{add: ev(0, s+2_000)}, pollOp(0),
 		}},
 		{name: "event after close is late", ops: []op{
 			{add: ev(0, 0)}, {add: ev(0, s+2_000)}, pollOp(0),
-			{add: ev(0, s-1), want: Late},
+			{add: evAt(0, s-1, s+2_000), want: Late},
 		}},
-		{name: "own watermark past end + lateness makes an event late before the window closes", ops: []op{
+		{name: "an event arriving at its window's end + lateness is late before the window closes", ops: []op{
 			{assign: []int32{0, 1}}, {add: ev(1, 0)}, {add: ev(0, s+2_000)},
-			{add: ev(0, 3_000), want: Late}, {add: ev(1, 3_000)}, pollOp(),
+			{add: evAt(0, 3_000, s+2_000), want: Late}, {add: evAt(0, 3_000, s+1_999)}, {add: ev(1, 3_000)}, pollOp(),
 			{add: ev(1, s+2_000)}, pollOp(0),
+		}},
+		{name: "event times do not move the watermark", ops: []op{
+			{add: evAt(0, 5*s, 0)}, {add: evAt(0, 1_000, 1_000)}, pollOp(),
+			{add: evAt(0, 2_000, s+1_999)}, pollOp(), {advance: [2]int64{0, s + 2_000}}, pollOp(0),
 		}},
 		{name: "empty windows between data are emitted", ops: []op{
 			{add: ev(0, 0)}, {add: ev(0, 3*s+1)}, {advance: [2]int64{0, 4*s + 2_000}}, pollOp(0, s, 2*s, 3*s),
@@ -87,21 +95,17 @@ func TestBoundaries(t *testing.T) {
 			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(0, 5*s)}, pollOp(),
 			{advance: [2]int64{1, s + 2_000}}, pollOp(0),
 		}},
-		{name: "idle partition stops holding windows open", ops: []op{
-			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {tick: 1_000},
-			{add: ev(0, 5*s)}, {tick: 20_000}, pollOp(),
-			{add: ev(0, 5*s+1)}, {tick: 31_000}, pollOp(0, s, 2*s, 3*s),
-			// p1 wakes up with an old event: its window closed, so it is late,
-			// and p1 holds windows open again from its own watermark.
-			{add: ev(1, 2*s), want: Late}, {add: ev(0, 6*s+3_000)}, pollOp(),
+		{name: "Advance stops an empty partition from holding windows open", ops: []op{
+			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(0, 5*s)}, pollOp(),
+			{advance: [2]int64{1, 5 * s}}, pollOp(0, s, 2*s, 3*s),
+			// p1's later events arrive after the vouched time: an old one is
+			// late by its own arrival.
+			{add: evAt(1, 2*s, 5*s), want: Late}, {add: evAt(1, 4*s+500, 5*s)}, {add: ev(0, 6*s+3_000)}, pollOp(),
 			{advance: [2]int64{1, 6 * s}}, pollOp(4 * s),
 		}},
-		{name: "all partitions idle: the largest watermark closes windows", ops: []op{
-			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(1, 3*s)}, {tick: 1},
-			{tick: 30_001}, pollOp(0, s),
-		}},
-		{name: "idle detection off with zero timeout", cfg: func(c *Config) { c.IdleTimeout = 0 }, ops: []op{
-			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(0, 5*s)}, {tick: 1}, {tick: 1_000_000}, pollOp(),
+		{name: "the smallest partition watermark closes windows", ops: []op{
+			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(1, 3*s)}, pollOp(),
+			{advance: [2]int64{0, 2*s + 2_000}}, pollOp(0, s),
 		}},
 		{name: "revoked partition stops holding windows open and its events are dropped", ops: []op{
 			{assign: []int32{0, 1}}, {add: ev(0, 0)}, {add: ev(0, 2*s)}, pollOp(),
@@ -121,6 +125,7 @@ func TestBoundaries(t *testing.T) {
 			c.Sum, c.Lower, c.Upper = true, 0, 1
 		}, ops: []op{
 			{add: &Event{Time: maxTime + 1, Bucket: -1}, want: BadTime},
+			{add: &Event{Time: 0, Arrival: minTime - 1, Bucket: -1}, want: BadTime},
 			{add: &Event{Time: 0, Bucket: 3}, want: BadBucket},
 			{add: &Event{Time: 0, Bucket: -2}, want: BadBucket},
 			{add: &Event{Time: 0, Bucket: -1, HasValue: true, Value: math.NaN()}, want: BadValue},
@@ -149,8 +154,6 @@ func TestBoundaries(t *testing.T) {
 					if err := tu.Advance(int32(o.advance[0]), o.advance[1]); err != nil {
 						t.Fatalf("op %d: %v", i, err)
 					}
-				case o.tick > 0:
-					tu.Tick(o.tick)
 				case o.assign != nil:
 					tu.AssignPartitions(o.assign...)
 				case o.revoke != nil:
@@ -177,7 +180,7 @@ func TestBoundaries(t *testing.T) {
 func TestWindowContents(t *testing.T) {
 	tu := mustNew(t, countCfg())
 	add := func(ts int64, unit string) Status {
-		s, _ := tu.Add(Event{Time: ts, Unit: unit, Group: "g", Bucket: -1})
+		s, _ := tu.Add(Event{Time: ts, Arrival: ts, Unit: unit, Group: "g", Bucket: -1})
 		return s
 	}
 	add(0, "a")
@@ -262,7 +265,7 @@ func TestAdvanceErrors(t *testing.T) {
 
 func TestConfigValidate(t *testing.T) {
 	valid := Config{
-		Size: time.Minute, AllowedLateness: time.Second, IdleTimeout: time.Minute,
+		Size: time.Minute, AllowedLateness: time.Second,
 		Histogram: true, NumBuckets: 10, Count: true, Sum: true, Mean: true,
 		MaxGroups: 2, MaxBuckets: 3, MaxPerBucket: 4, MaxValues: 5, Lower: -1, Upper: 1,
 	}
@@ -278,7 +281,6 @@ func TestConfigValidate(t *testing.T) {
 		{"fractional ms", func(c *Config) { c.Size = time.Minute + time.Microsecond }, "size 1m0.000001s is not a whole number of milliseconds"},
 		{"offset", func(c *Config) { c.Offset = time.Minute }, "offset must be in [0, size)"},
 		{"lateness", func(c *Config) { c.AllowedLateness = -1 }, "allowed lateness must not be negative"},
-		{"idle", func(c *Config) { c.IdleTimeout = -time.Second }, "idle timeout must not be negative"},
 		{"no aggregate", func(c *Config) { c.Histogram, c.Count, c.Sum, c.Mean = false, false, false, false }, "at least one aggregate"},
 		{"buckets", func(c *Config) { c.NumBuckets = 0 }, "num buckets in [1, 65536], got 0"},
 		{"max buckets", func(c *Config) { c.MaxBuckets = 0 }, "max buckets in"},

@@ -14,8 +14,17 @@ type Event struct {
 	// Tumbling), so it must be the same on every replay.
 	Partition int32
 	Offset    int64
-	// Time is the event time in Unix milliseconds.
+	// Time is the event time in Unix milliseconds: it decides the event's
+	// window. It comes from the data, so a privacy unit controls it.
 	Time int64
+	// Arrival is when the event reached the input, in Unix milliseconds,
+	// from a clock no privacy unit controls: the Kafka record timestamp of
+	// a topic with message.timestamp.type=LogAppendTime (or CreateTime
+	// set by a trusted producer). It drives the watermarks and the late
+	// and too-far-ahead decisions (see Tumbling). It should not decrease
+	// along a partition; if it does, an event may be dropped because its
+	// window was already emitted, which depends on timing.
+	Arrival int64
 	// Unit is the privacy unit; "" makes the event its own unit
 	// (event-level privacy for this event). Ignored with Config.EventLevel.
 	Unit string
@@ -38,23 +47,23 @@ const (
 	// Accepted: the event was added to its window (its contribution may
 	// still be bounded away when the window closes; see Drops).
 	Accepted Status = iota
-	// Late: the event's window is closed, or its partition's own watermark
-	// is already ≥ the window's end + AllowedLateness.
+	// Late: the event arrived at or after its window's end +
+	// AllowedLateness, or its window was already emitted.
 	Late
 	// Unassigned: the event's partition was revoked and not assigned again.
 	Unassigned
-	// TooManyWindows: opening the event's window would exceed
-	// Config.MaxOpenWindows.
+	// TooManyWindows: the event's window starts Config.MaxOpenWindows
+	// windows or more after the first window not yet emitted.
 	TooManyWindows
-	// BadTime: the event time is outside ±2^61 ms.
+	// BadTime: the event time or the arrival time is outside ±2^61 ms.
 	BadTime
 	// BadBucket: the bucket is not −1 and not in [0, NumBuckets).
 	BadBucket
 	// BadValue: the value is NaN or infinite (checked only when Sum or Mean
 	// is enabled).
 	BadValue
-	// TooFarAhead: the event time is more than Config.MaxSkew ahead of its
-	// partition's watermark (see Tumbling, "Far-future events").
+	// TooFarAhead: the event time is more than Config.MaxSkew ahead of the
+	// event's arrival time.
 	TooFarAhead
 	numStatus
 )

@@ -33,9 +33,9 @@ import (
 // demo's schema, windows, bounds and budget (see demoConfig), with the key
 // in a file and a shorter idle timeout than the demo's (4 s: the operator
 // polls for closed windows every idle_timeout/10, so windows are published
-// within 0.4 s and kills land around publications; the producer never
-// pauses a partition for more than about 1 s). %[1]s brokers, %[2]s input topic, %[3]s group, %[4]s output
-// topic, %[5]s release namespace, %[6]s key file.
+// within 0.4 s and kills land around publications). %[1]s brokers, %[2]s
+// input topic, %[3]s group, %[4]s output topic, %[5]s release namespace,
+// %[6]s key file, %[7]s windows.start (the stream's first window).
 const crashConfigYAML = `kafka:
   brokers: [%[1]s]
   input_topics: [%[2]s]
@@ -67,6 +67,7 @@ windows:
   size: 15m
   allowed_lateness: 1m
   idle_timeout: 4s
+  start: %[7]s
   aggregates: [count, histogram, sum, mean]
 bounds:
   max_groups: 1
@@ -96,6 +97,7 @@ type crashTest struct {
 	keyFile string
 	ns      string
 	in      string
+	first   int64 // the stream's first window, unix ms
 }
 
 // buildDpstream builds the dpstream binary once into dir.
@@ -114,7 +116,8 @@ func buildDpstream(t *testing.T, dir string) string {
 func (c *crashTest) writeConfig(name, group, output string) string {
 	c.t.Helper()
 	path := filepath.Join(c.dir, name+".yaml")
-	y := fmt.Sprintf(crashConfigYAML, strings.Join(c.brokers, ", "), c.in, group, output, c.ns, c.keyFile)
+	y := fmt.Sprintf(crashConfigYAML, strings.Join(c.brokers, ", "), c.in, group, output, c.ns, c.keyFile,
+		time.UnixMilli(c.first).UTC().Format(time.RFC3339))
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
@@ -285,8 +288,18 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	const nWindows = 8
+	// dpstream run keeps the real clock, and a partition it has read to its
+	// end is advanced to that clock minus idle_timeout. The stream's
+	// simulated time (8 windows of 15 minutes produced in 32 s) therefore
+	// starts at the next window boundary after now: the clock never reaches
+	// its windows during the test, and they close by the records' arrival
+	// times alone, as with a live stream. The records are stamped up to
+	// about 2.5 hours ahead (CreateTime), which the broker must accept
+	// (message.timestamp.after.max.ms; the project's broker accepts any).
+	size := synthWindowDuration.Milliseconds()
+	c.first = (time.Now().UnixMilli()/size + 1) * size
 	s, err := generate(synthConfig{Seed: 11, Windows: nWindows, EventsPerWindow: 3000, Partitions: demoPartitions,
-		Base: synthBase, Size: synthWindowDuration, Lateness: synthLateness})
+		Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,10 +183,11 @@ func demoConfig(o demoOptions, brokers []string, input, output, group string) op
 	}
 	c.Windows.Size = synthWindowDuration
 	c.Windows.AllowedLateness = synthLateness
-	// Windows close by watermark (the stream ends with a closing reading on
-	// every partition), so the idle timeout only guards against a stuck
-	// partition; it is long so that no partition goes idle while the demo
-	// runs, which keeps the late/accepted decision deterministic.
+	// The synthetic stream's first window: releases start there.
+	c.Windows.Start = time.UnixMilli(synthBase).UTC().Format(time.RFC3339)
+	// Windows close by the records' arrival times (the stream ends with a
+	// closing reading on every partition); a partition read to its end is
+	// advanced to the demo's clock (demoClock) minus this.
 	c.Windows.IdleTimeout = 10 * time.Second
 	c.Windows.Aggregates = []string{operator.AggCount, operator.AggHistogram, operator.AggSum, operator.AggMean}
 	c.Bounds = operator.BoundsConfig{MaxGroups: synthBounds.MaxGroups, MaxBuckets: synthBounds.MaxBuckets,
@@ -201,6 +202,9 @@ func demoConfig(o demoOptions, brokers []string, input, output, group string) op
 	c.Observability.Listen = ""
 	c.Observability.LogLevel = o.logLevel
 	c.Observability.LogFormat = "text"
+	// The demo's summary reads the exact input counters (synthetic data,
+	// printed next to the truth anyway).
+	c.Observability.SensitiveMetrics = true
 	return c
 }
 
@@ -276,7 +280,13 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*dem
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(o.logLevel)) // validated above
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl}))
+	stream, err := generate(synthConfig{Seed: o.seed, Windows: o.windows, EventsPerWindow: o.eventsPerWindow,
+		Partitions: demoPartitions, Base: synthBase, Size: synthWindowDuration, Lateness: synthLateness})
+	if err != nil {
+		return nil, err
+	}
 	op, err := operator.New(cfg, operator.WithKey(key), operator.WithRegistry(reg), operator.WithLogger(logger),
+		operator.WithClock(demoClock(stream, cfg.Windows.IdleTimeout)),
 		operator.WithReleaseHook(func(p operator.Published) {
 			mu.Lock()
 			pubs = append(pubs, p)
@@ -290,11 +300,6 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*dem
 		return nil, err
 	}
 
-	stream, err := generate(synthConfig{Seed: o.seed, Windows: o.windows, EventsPerWindow: o.eventsPerWindow,
-		Partitions: demoPartitions, Base: synthBase, Size: synthWindowDuration, Lateness: synthLateness})
-	if err != nil {
-		return nil, err
-	}
 	res.Stream = stream.counts()
 	truth := stream.truth()
 	printDemoHeader(text, o, res, op.Note(), keyNote)
@@ -436,6 +441,23 @@ func demoKey(keyFile string) (privacy.Key, string, error) {
 	return k, "random for this run (--key-file to fix it)", nil
 }
 
+// demoClock is the operator's clock in the demo. The demo compresses
+// simulated time: its records carry their simulated arrival times
+// (synthMsg.Arrival, 2024), so the operator's clock must be on the same
+// time line, or a partition read to its end would be advanced to today and
+// every window since the stream's start released. It starts idle after
+// the stream's last arrival, as if the stream had just been produced live,
+// and runs at the real rate (publish latencies stay real).
+func demoClock(s *synthStream, idle time.Duration) func() time.Time {
+	end := int64(math.MinInt64)
+	for i := range s.Msgs {
+		end = max(end, s.Msgs[i].Arrival)
+	}
+	start := time.UnixMilli(end).Add(idle)
+	t0 := time.Now()
+	return func() time.Time { return start.Add(time.Since(t0)) }
+}
+
 // randomID returns 8 random hex digits naming a demo run.
 func randomID() string {
 	var b [4]byte
@@ -444,11 +466,15 @@ func randomID() string {
 }
 
 // createDemoTopic creates topic with n partitions and waits until the
-// metadata shows all of them.
+// metadata shows all of them. Its records keep the timestamps the demo's
+// producer gives them (message.timestamp.type=CreateTime), the simulated
+// arrival times; the operator warns about it, rightly for a real
+// deployment, where input topics should use LogAppendTime.
 func createDemoTopic(ctx context.Context, brokers []string, topic string, n int) error {
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 30 * time.Second}
 	res, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
-		{Topic: topic, NumPartitions: n, ReplicationFactor: -1}}})
+		{Topic: topic, NumPartitions: n, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "message.timestamp.type", ConfigValue: "CreateTime"}}}}})
 	if err != nil {
 		return fmt.Errorf("%w: creating topic %s on %s: %v", ErrDemo, topic, strings.Join(brokers, ","), err)
 	}
@@ -502,9 +528,10 @@ var demoBalancer = kafka.BalancerFunc(func(m kafka.Message, parts ...int) int {
 	return parts[partitionOf(m.Key, len(parts))]
 })
 
-// produceStream writes the stream's messages in order. Each write call
-// holds at most one batch per partition and waits for its
-// acknowledgement, so every partition receives its messages in order.
+// produceStream writes the stream's messages in order, each record stamped
+// with its simulated arrival time. Each write call holds at most one batch
+// per partition and waits for its acknowledgement, so every partition
+// receives its messages in order.
 func produceStream(ctx context.Context, brokers []string, topic string, s *synthStream) error {
 	w := &kafka.Writer{
 		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: demoBalancer,
@@ -517,7 +544,9 @@ func produceStream(ctx context.Context, brokers []string, topic string, s *synth
 	for i := 0; i < len(s.Msgs); i += chunk {
 		msgs = msgs[:0]
 		for _, m := range s.Msgs[i:min(i+chunk, len(s.Msgs))] {
-			msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value})
+			// The record timestamp is the simulated arrival time (a
+			// CreateTime topic: the demo's producer is the trusted one).
+			msgs = append(msgs, kafka.Message{Key: m.Key, Value: m.Value, Time: time.UnixMilli(m.Arrival)})
 		}
 		// A new topic may be missing from the writer's metadata for a
 		// moment. WriteErrors says which messages failed (a partition's

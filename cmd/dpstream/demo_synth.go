@@ -121,6 +121,11 @@ type reading struct {
 type synthMsg struct {
 	Key, Value []byte
 	Partition  int
+	// Arrival is when the message reaches the broker (unix ms, simulated
+	// time): the demo's producer stamps the record with it, standing in
+	// for the broker's LogAppendTime of a live stream. It never decreases
+	// along a partition.
+	Arrival int64
 	// Reading is the decoded content of a valid message; nil for bad input.
 	Reading *reading
 	// Bad is the schema reason the operator must skip a bad message with
@@ -128,15 +133,15 @@ type synthMsg struct {
 	Bad string
 	// NotPublic marks a valid reading of a region outside the public list.
 	NotPublic bool
-	// Late marks a valid reading the operator must drop as late: its
-	// partition's watermark has passed its window's end plus the lateness
-	// when it arrives.
+	// Late marks a valid reading the operator must drop as late: it
+	// arrives at or after its window's end plus the lateness.
 	Late bool
 	// Delayed marks a reading that arrives after its window's end but
 	// within the lateness, and is counted.
 	Delayed bool
 	// Closing marks the readings of the window after the last one, one per
-	// partition, which close the last window by watermark.
+	// partition, arriving at the last window's end plus the lateness: they
+	// close the last window by arrival time.
 	Closing bool
 }
 
@@ -192,8 +197,11 @@ type pending struct {
 // About 1 in 400 meters per window floods: 8–12 identical "fault"
 // readings, which contribution bounding cuts to 3 values (2 per status).
 // Readings arrive 0–20 s after their event time; about 1 in 500 arrives
-// one window late (dropped as late), and as many arrive 10–40 s after their
-// window's end (within the lateness, counted). About 1 in 200 messages per
+// after its window's end plus the lateness, within the next window
+// (dropped as late), and as many arrive 10–40 s after their window's end
+// (within the lateness, counted). No message arrives after the last
+// window's end plus the size, so the window after the last never closes by
+// arrival time. About 1 in 200 messages per
 // window is bad input of one of five kinds, and about 1 in 1000 is a
 // reading of a region outside the public list.
 func generate(cfg synthConfig) (*synthStream, error) {
@@ -291,12 +299,13 @@ func generate(cfg synthConfig) (*synthStream, error) {
 			arrive := end + 10_000 + r.Int64N(30_000)
 			addReading(rd, arrive-rd.Time, arrive-end < lateness)
 		}
-		// Late readings: for this window, arriving one window after its end.
+		// Late readings: for this window, arriving after its end plus the
+		// lateness, before the next window's end.
 		for range nLate {
 			mi := nextSilent()
 			rd := reading{Time: start + r.Int64N(size), Meter: meterID(mi), Region: regionOf[mi], Status: "estimated",
 				Wh: math.Round(base[mi])}
-			addReading(rd, end+size+r.Int64N(size/2)-rd.Time, false)
+			addReading(rd, end+lateness+r.Int64N(size-lateness)-rd.Time, false)
 		}
 		// Readings of a region outside the public list.
 		for range nForeign {
@@ -314,8 +323,8 @@ func generate(cfg synthConfig) (*synthStream, error) {
 		}
 	}
 	// Closing readings: one per partition at the end of the last window
-	// plus the lateness, from the first meter of that partition (the
-	// population is extended if a partition has none).
+	// plus the lateness, arriving then, from the first meter of that
+	// partition (the population is extended if a partition has none).
 	closeAt := cfg.Base + int64(cfg.Windows)*size + lateness
 	for p := range cfg.Partitions {
 		for i := 0; ; i++ {
@@ -330,7 +339,7 @@ func generate(cfg synthConfig) (*synthStream, error) {
 			rd := reading{Time: closeAt, Meter: id, Region: region, Status: "ok", Wh: b}
 			m := synthMsg{Key: []byte(id), Value: encodeReading(rd, false), Reading: &rd, Closing: true}
 			m.Partition = p
-			ps = append(ps, pending{math.MaxInt64, seq, m})
+			ps = append(ps, pending{closeAt, seq, m})
 			seq++
 			break
 		}
@@ -347,36 +356,29 @@ func generate(cfg synthConfig) (*synthStream, error) {
 	s := &synthStream{cfg: cfg, Msgs: make([]synthMsg, len(ps))}
 	for i := range ps {
 		s.Msgs[i] = ps[i].msg
+		s.Msgs[i].Arrival = ps[i].arrival
 	}
 	s.markLate()
 	return s, nil
 }
 
-// markLate applies the windows package's lateness rule to each partition's
-// sequence: a reading is late if its partition's watermark (the largest
-// event time seen on it so far, late readings included) is at or past its
-// window's end plus the lateness. Bad messages and readings of non-public
-// regions never reach the windows, so they do not move the watermark. With
-// every partition active this is exactly the operator's rule (see
-// windows.Tumbling), whatever the interleaving of partitions.
+// markLate applies the windows package's lateness rule to each reading: a
+// reading is late if it arrives at or after its window's end plus the
+// lateness. The rule depends on the reading alone, and arrival times do
+// not decrease along a partition, so it is exactly the operator's decision
+// (see windows.Tumbling) whatever the interleaving of partitions.
 func (s *synthStream) markLate() {
 	size := s.cfg.Size.Milliseconds()
 	lateness := s.cfg.Lateness.Milliseconds()
-	wm := make([]int64, s.cfg.Partitions)
-	has := make([]bool, s.cfg.Partitions)
 	for i := range s.Msgs {
 		m := &s.Msgs[i]
 		if m.Reading == nil || m.NotPublic {
 			continue
 		}
-		p := m.Partition
 		start := s.cfg.Base + floorDiv(m.Reading.Time-s.cfg.Base, size)*size
-		m.Late = has[p] && start+size+lateness <= wm[p]
+		m.Late = start+size+lateness <= m.Arrival
 		if m.Late {
 			m.Delayed = false
-		}
-		if !has[p] || m.Reading.Time > wm[p] {
-			wm[p], has[p] = m.Reading.Time, true
 		}
 	}
 }

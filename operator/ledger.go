@@ -1,0 +1,246 @@
+package operator
+
+// ledger.go keeps the horizon's budget ledger in the state topic. The plan
+// calibrates one configuration for a whole horizon; the ledger remembers
+// what was actually spent, so that a configuration changed in the middle
+// of a horizon (another ε, window size, bounds, mechanism) cannot spend
+// more than the total: the spend of the earlier configuration is carried
+// as a base, the new one is charged only for the windows left, and the
+// two add up by basic composition (valid for any two mechanisms).
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/dpstream/dpstream/schema"
+)
+
+// ledgerRecord is the persisted ledger of the horizon of the last
+// published window.
+type ledgerRecord struct {
+	// Start and End bound the horizon [Start, End), Unix ms; for a
+	// per-window budget they are the last window's bounds.
+	Start int64 `json:"start"`
+	End   int64 `json:"end"`
+	// Size is the window size (ms) of the configuration that wrote it.
+	Size int64 `json:"size"`
+	// PerWindow: the configuration had a per-window budget (no horizon);
+	// Total is then that per-window budget.
+	PerWindow bool `json:"per_window,omitempty"`
+	// Total is the budget claimed for the horizon.
+	Total schema.Budget `json:"total"`
+	// Base is what earlier configurations spent in this horizon.
+	Base schema.Budget `json:"base"`
+	// Budget identifies the spending of the current segment's
+	// configuration (plan.budgetID): configurations that spend the same per
+	// window over the same horizon continue one segment.
+	Budget string `json:"budget"`
+	// SegStart is the first window of the current segment: the window
+	// count the plan's ledger charges runs from here.
+	SegStart int64 `json:"seg_start"`
+	// Through is the end of the last window accounted for.
+	Through int64 `json:"through"`
+	// Spent is Base plus the current segment through Through.
+	Spent schema.Budget `json:"spent"`
+}
+
+// horizonOf returns the horizon [start, end) holding the window starting
+// at s (the plan must have a horizon).
+func (p *plan) horizonOf(s int64) (int64, int64) {
+	h := p.horizon.Milliseconds()
+	hs := p.offset + floorDiv(s-p.offset, h)*h
+	return hs, hs + h
+}
+
+// current reports whether l is the ledger of this configuration's segment
+// of the horizon [hs, he).
+func (p *plan) current(l *ledgerRecord, hs, he int64) bool {
+	return l != nil && !l.PerWindow && l.Start == hs && l.End == he && l.Budget == p.budgetID()
+}
+
+// spentAt returns the budget spent in the horizon through the window
+// starting at s, given the ledger l of the windows before it (nil: none in
+// this horizon), and the horizon (zero without a horizon budget). The
+// current configuration's windows are counted from the horizon's start,
+// or from where it took over within the horizon (every window slot counts,
+// whether or not it had events), and an earlier configuration's spend is
+// added.
+func (p *plan) spentAt(l *ledgerRecord, s int64) (schema.Budget, schema.Horizon) {
+	if p.horizon == 0 {
+		return p.window, schema.Horizon{}
+	}
+	hs, he := p.horizonOf(s)
+	base, seg := schema.Budget{}, hs
+	if p.current(l, hs, he) {
+		base, seg = l.Base, max(hs, l.SegStart)
+	}
+	b := p.ledger.spent(int((s-seg)/p.size + 1))
+	b.Epsilon += base.Epsilon
+	b.Delta += base.Delta
+	return b, schema.Horizon{Start: hs, End: he, Budget: p.horizonB}
+}
+
+// advance returns the ledger after the window [s, e) is published.
+func (p *plan) advance(l *ledgerRecord, s, e int64) *ledgerRecord {
+	if p.horizon == 0 {
+		return &ledgerRecord{Start: s, End: e, Size: p.size, PerWindow: true, Total: p.window,
+			Budget: p.budgetID(), SegStart: s, Through: e, Spent: p.window}
+	}
+	hs, he := p.horizonOf(s)
+	n := ledgerRecord{Start: hs, End: he, Size: p.size, Total: p.totalBudget(), Budget: p.budgetID(), SegStart: hs, Through: e}
+	switch {
+	case p.current(l, hs, he):
+		n.Base, n.SegStart = l.Base, l.SegStart
+	case l != nil && !l.PerWindow && l.Start == hs && l.End == he:
+		// Another configuration's segment that reconcile did not take
+		// over (never on the operator's path): charge it in full.
+		n.Base, n.SegStart = l.Spent, s
+	}
+	n.Spent, _ = p.spentAt(&n, s)
+	return &n
+}
+
+// budgetID identifies what the plan spends: the horizon and its windows,
+// the total, and every calibrated part with its scale (the inputs of the
+// plan's ledger). Two configurations with equal budgetIDs spend the same on
+// every window, so one can take over from the other in the middle of a
+// horizon without a new segment (a changed max_skew, namespace or category
+// order changes the release digest, not the spending).
+func (p *plan) budgetID() string {
+	h := sha256.New()
+	l := p.ledger
+	fmt.Fprintf(h, "dpstream/budget/v1|%d|%d|%d|%d|%v|%v|%v|%v|%v|%v",
+		p.horizon.Milliseconds(), p.size, p.offset, p.windows, p.total.Epsilon, p.total.Delta,
+		l.budget.Epsilon, l.budget.Delta, l.pw, l.shift)
+	for i, pt := range l.parts {
+		fmt.Fprintf(h, "|%s,%d,%v,%v", pt.Mechanism.Name(), pt.L0, pt.Linf, l.scales[i])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// totalBudget is the plan's total as a schema.Budget.
+func (p *plan) totalBudget() schema.Budget {
+	return schema.Budget{Epsilon: p.total.Epsilon, Delta: p.total.Delta}
+}
+
+// reconcile checks the ledger l recorded by earlier runs against this
+// configuration, for releases from the window starting at from on, and
+// returns the ledger to continue with. With the same configuration nothing
+// changes. With another one in the same horizon, what was spent becomes
+// the base of a new segment, and the start is refused (ErrState) if the
+// base plus this configuration's spend for the windows left would exceed
+// the horizon's total (the smaller of the old and the new total), or if
+// the horizon itself moved (another horizon length or offset).
+func (p *plan) reconcile(l *ledgerRecord, from int64) (*ledgerRecord, error) {
+	if l == nil || l.Budget == p.budgetID() {
+		return l, nil
+	}
+	if l.PerWindow {
+		if p.horizon == 0 {
+			return nil, nil // every window is its own claim
+		}
+		// The earlier configuration spent its per-window budget on every
+		// window it published in this horizon.
+		hs, he := p.horizonOf(from)
+		var base schema.Budget
+		if upto := min(l.Through, from); upto > hs && l.Size > 0 {
+			k := float64((upto - hs + l.Size - 1) / l.Size)
+			base = schema.Budget{Epsilon: k * l.Total.Epsilon, Delta: k * l.Total.Delta}
+		}
+		return p.segment(base, hs, he, from, p.totalBudget())
+	}
+	if from >= l.End {
+		return nil, nil // the earlier horizon is over
+	}
+	if p.horizon == 0 {
+		// A per-window budget inside the earlier horizon: every window
+		// left in it spends the per-window budget.
+		m := float64((l.End - from + p.size - 1) / p.size)
+		need := schema.Budget{Epsilon: l.Spent.Epsilon + m*p.window.Epsilon, Delta: l.Spent.Delta + m*p.window.Delta}
+		if over(need, l.Total) {
+			return nil, p.refusal(l, need, l.Total, int(m))
+		}
+		return nil, nil
+	}
+	hs, he := p.horizonOf(from)
+	if hs != l.Start || he != l.End {
+		next := p.firstHorizonFrom(l.End)
+		return nil, fmt.Errorf("%w: the accounting horizon changed (from %s–%s to %s–%s) before the earlier one ended; "+
+			"keep privacy.horizon and windows.offset until %s, or set windows.start to %s so that the new horizons start after the old one",
+			ErrState, tsString(l.Start), tsString(l.End), tsString(hs), tsString(he), tsString(l.End), tsString(next))
+	}
+	claim := l.Total
+	if t := p.totalBudget(); t.Epsilon < claim.Epsilon || t.Delta < claim.Delta {
+		claim = schema.Budget{Epsilon: min(t.Epsilon, claim.Epsilon), Delta: min(t.Delta, claim.Delta)}
+	}
+	return p.segment(l.Spent, hs, he, from, claim)
+}
+
+// segment starts this configuration's segment at from in the horizon
+// [hs, he) on top of base, refusing it if it could overspend claim.
+func (p *plan) segment(base schema.Budget, hs, he, from int64, claim schema.Budget) (*ledgerRecord, error) {
+	m := int((he - from + p.size - 1) / p.size)
+	seg := p.ledger.spent(m)
+	need := schema.Budget{Epsilon: base.Epsilon + seg.Epsilon, Delta: base.Delta + seg.Delta}
+	l := &ledgerRecord{Start: hs, End: he, Size: p.size, Total: p.totalBudget(), Base: base, Budget: p.budgetID(),
+		SegStart: from, Through: from, Spent: base}
+	if over(need, claim) {
+		return nil, p.refusal(l, need, claim, m)
+	}
+	return l, nil
+}
+
+// overSlack is the relative slack of over: 8 ulps (8·2⁻⁵² ≈ 1.8e-15).
+// Every spend the ledger adds is already an upper bound rounded up (pure ε
+// by an ulp, the accountants' ε by their own certified margins), and the
+// float sum of two of them can exceed the total by a few ulps when the true
+// sum meets it exactly — the common case of a pure-ε change that keeps the
+// total. The slack is the one place where a spend may be accepted above
+// its total, by at most this relative amount.
+const overSlack = 8 * 0x1p-52
+
+// over reports whether b exceeds the claim c (beyond float rounding).
+func over(b, c schema.Budget) bool {
+	return b.Epsilon > c.Epsilon*(1+overSlack) || b.Delta > c.Delta*(1+overSlack)
+}
+
+// refusal is the error for a configuration change that could overspend.
+func (p *plan) refusal(l *ledgerRecord, need, claim schema.Budget, m int) error {
+	return fmt.Errorf("%w: the configuration changed in the middle of the horizon %s–%s, which already spent ε=%.4g, δ=%.3g "+
+		"under the earlier configuration; with the new one the %d windows left would bring it to ε=%.4g, δ=%.3g, above the total ε=%g, δ=%g. "+
+		"Keep the earlier configuration until %s, set windows.start to %s (no releases before it), or lower the new configuration's spend",
+		ErrState, tsString(l.Start), tsString(l.End), l.Spent.Epsilon, l.Spent.Delta, m, need.Epsilon, need.Delta,
+		claim.Epsilon, claim.Delta, tsString(l.End), tsString(p.firstHorizonFrom(l.End)))
+}
+
+// firstHorizonFrom returns the first window start at or after t that is
+// also a horizon start of this configuration (t itself aligned up to a
+// window without a horizon).
+func (p *plan) firstHorizonFrom(t int64) int64 {
+	step := p.size
+	if p.horizon > 0 {
+		step = p.horizon.Milliseconds()
+	}
+	s := p.offset + floorDiv(t-p.offset, step)*step
+	if s < t {
+		s += step
+	}
+	return s
+}
+
+// alignUp returns the first window start at or after t.
+func (p *plan) alignUp(t int64) int64 {
+	s := p.offset + floorDiv(t-p.offset, p.size)*p.size
+	if s < t {
+		s += p.size
+	}
+	return s
+}
+
+// windowAfter returns the first window that starts after now, the origin
+// of a deployment started at now without windows.start.
+func (p *plan) windowAfter(now time.Time) int64 {
+	return p.alignUp(now.UnixMilli() + 1)
+}

@@ -1,0 +1,207 @@
+package operator
+
+// Broker tests of the state topic's guarantees: a crashed publication is
+// completed from its recorded intent, a configuration change cannot
+// overspend the horizon's budget, and a lost state record cannot lead to
+// re-releasing windows.
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
+)
+
+// crashAt makes op's publication crash once at stage.
+func crashAt(op *Operator, stage string) {
+	var once sync.Once
+	op.crash = func(s string) bool {
+		fired := false
+		if s == stage {
+			once.Do(func() { fired = true })
+		}
+		return fired
+	}
+}
+
+// TestKafkaCrashCompletedFromIntent: a publication crashes after half of a
+// window's releases were written, and the next start runs with another
+// configuration (another ε). Every key of every window must come from one
+// snapshot under one configuration: before the intent was recorded, the
+// restarted operator rebuilt the window and published the missing keys
+// under the new configuration, so one window mixed two budgets (and, had
+// the rebuilt window differed, two snapshots).
+func TestKafkaCrashCompletedFromIntent(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in, out := uniqueName("dpstream-intent-in"), uniqueName("dpstream-intent-out")
+	createTopic(t, cl, in, 2)
+	const nWindows = 4
+	s := genStream(21, nWindows, 40)
+	produce(t, brokers, in, s.messages(0, time.Second))
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+
+	ca := testConfig(brokers, in, out, uniqueName("dpstream-intent"))
+	ca.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ca)
+	crashAt(op, "half")
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {
+		t.Fatalf("first run: want the simulated crash, got %v", err)
+	}
+	half := len(readAll(t, cl, out))
+	if half == 0 {
+		t.Fatal("the crash wrote no release: the test needs a partly published window")
+	}
+
+	cb := ca
+	cb.Privacy.Epsilon = ca.Privacy.Epsilon / 2
+	op, pub = newTestOperator(t, cb)
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	rels, _ := readReleases(t, cl, out) // fails on a key published twice
+	budgets := map[string]map[float64]int{}
+	for _, r := range rels {
+		if budgets[r.ReleaseID] == nil {
+			budgets[r.ReleaseID] = map[float64]int{}
+		}
+		budgets[r.ReleaseID][r.Budget.Epsilon]++
+	}
+	if len(budgets) != nWindows {
+		t.Errorf("releases of %d windows, want %d", len(budgets), nWindows)
+	}
+	sawA, sawB := false, false
+	for id, bs := range budgets {
+		if len(bs) != 1 {
+			t.Errorf("window %s mixes budgets %v: its keys come from two configurations", id, bs)
+		}
+		for e := range bs {
+			sawA = sawA || e == ca.Privacy.Epsilon
+			sawB = sawB || e == cb.Privacy.Epsilon
+		}
+	}
+	if !sawA || !sawB {
+		t.Errorf("budgets seen: first configuration %v, second %v; want both (the crashed window under the first, later ones under the second)", sawA, sawB)
+	}
+	if n := len(rels); n != nWindows*3*4 {
+		t.Errorf("%d releases, want %d", n, nWindows*3*4)
+	}
+}
+
+// TestKafkaConfigChangeCannotOverspend: a horizon budget, some windows
+// published, then a restart with a larger ε in the middle of the horizon.
+// Before the ledger was persisted, the new configuration started and the
+// horizon's releases spent more than its total; now the start is refused
+// with a message naming the way out, and a restart with the original
+// configuration continues.
+func TestKafkaConfigChangeCannotOverspend(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in, out := uniqueName("dpstream-ledger-in"), uniqueName("dpstream-ledger-out")
+	createTopic(t, cl, in, 1)
+	const nWindows = 3
+	s := genStream(22, nWindows, 30)
+	produce(t, brokers, in, s.messages(0, time.Second))
+
+	ca := testConfig(brokers, in, out, uniqueName("dpstream-ledger"))
+	ca.Kafka.CreateTopics = true
+	ca.Privacy.Epsilon, ca.Privacy.Delta = 0, 0
+	ca.Privacy.Horizon = 60 * testSize // 60 windows; the test publishes the first 2
+	ca.Privacy.HorizonEpsilon, ca.Privacy.HorizonDelta = 40, 1e-5
+	op, pub := newTestOperator(t, ca)
+	if err := runUntil(t, op, testBase+testSize.Milliseconds(), pub, 90*time.Second); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+
+	cb := ca
+	cb.Privacy.HorizonEpsilon = 60
+	op, _ = newTestOperator(t, cb)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err := op.Run(ctx)
+	if !errors.Is(err, ErrState) {
+		t.Fatalf("restart with ε 40 → 60 mid-horizon: Run returned %v, want a refusal (ErrState)", err)
+	}
+	if !strings.Contains(err.Error(), "middle of the horizon") {
+		t.Errorf("refusal does not explain itself: %v", err)
+	}
+
+	// Every release so far respects the total it claims.
+	rels, _ := readReleases(t, cl, out)
+	for k, r := range rels {
+		if r.Spent.Epsilon > r.Horizon.Budget.Epsilon || r.Spent.Delta > r.Horizon.Budget.Delta {
+			t.Errorf("%s: spent %+v above the horizon's total %+v", k, r.Spent, r.Horizon.Budget)
+		}
+	}
+}
+
+// TestKafkaLostStateNotRepublished: after the state record is tombstoned,
+// a restart with windows.start set (which would re-publish the history)
+// is refused because the consumer group has consumed before; without
+// windows.start the operator starts, and releases only windows after now,
+// so no window is published a second time.
+func TestKafkaLostStateNotRepublished(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in, out := uniqueName("dpstream-lost-in"), uniqueName("dpstream-lost-out")
+	createTopic(t, cl, in, 1)
+	const nWindows = 3
+	s := genStream(23, nWindows, 30)
+	produce(t, brokers, in, s.messages(0, time.Second))
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+
+	c := testConfig(brokers, in, out, uniqueName("dpstream-lost"))
+	c.Kafka.CreateTopics = true
+	c.Kafka.CommitInterval = 50 * time.Millisecond
+	op, pub := newTestOperator(t, c)
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	before := len(readAll(t, cl, out))
+
+	// Lose the state: a tombstone for the group's record (as after a reset
+	// by hand, or a new kafka.state_topic).
+	// Its own transport: kafka-go's shared default one may still cache
+	// metadata from before the operator created the state topic.
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.Kafka.stateTopic(), RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
+	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(c.Kafka.GroupID), Value: nil}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+
+	op, _ = newTestOperator(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := op.Run(ctx); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "committed offsets") {
+		t.Fatalf("restart after the state was lost, windows.start set: Run returned %v, want a refusal", err)
+	}
+
+	c2 := c
+	c2.Windows.Start = ""
+	op, pub = newTestOperator(t, c2)
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- op.Run(ctx2) }()
+	// Give it time to consume the whole input (a few polls).
+	select {
+	case s := <-pub:
+		t.Errorf("window %s published again after the state was lost", tsString(s))
+	case err := <-errc:
+		t.Fatalf("restart without windows.start: %v", err)
+	case <-time.After(5 * time.Second):
+	}
+	cancel2()
+	if err := <-errc; err != nil {
+		t.Fatalf("restart without windows.start: %v", err)
+	}
+	if after := len(readAll(t, cl, out)); after != before {
+		t.Errorf("output topic grew from %d to %d messages after the state was lost", before, after)
+	}
+	readReleases(t, cl, out) // fails on a key published twice
+}
