@@ -205,3 +205,52 @@ func TestKafkaLostStateNotRepublished(t *testing.T) {
 	}
 	readReleases(t, cl, out) // fails on a key published twice
 }
+
+// TestKafkaFirstWindowIndependentOfData: two fresh deployments whose inputs
+// differ by one unit with an early event (three windows before the others).
+// Before the first window was fixed by configuration, emission started at
+// the earliest window with an event, so the unit's one event made three
+// more (empty-looking) windows appear — infinite privacy loss once per
+// deployment. Now both deployments release exactly the same windows.
+func TestKafkaFirstWindowIndependentOfData(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	const nWindows = 3
+	s := genStream(24, nWindows, 20)
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+	windowsOf := func(early bool) map[string]bool {
+		in, out := uniqueName("dpstream-first-in"), uniqueName("dpstream-first-out")
+		createTopic(t, cl, in, 1)
+		msgs := s.messages(0, time.Second)
+		if early {
+			e := testEvent{"early-unit", "north", "a", 1, testBase - 3*testSize.Milliseconds()}
+			m := kafka.Message{Key: []byte(e.user), Value: e.encode(1), Time: time.UnixMilli(e.time + testArrivalDelay)}
+			msgs = append([]kafka.Message{m}, msgs...)
+		}
+		produce(t, brokers, in, msgs)
+		c := testConfig(brokers, in, out, uniqueName("dpstream-first"))
+		c.Kafka.CreateTopics = true
+		op, pub := newTestOperator(t, c)
+		if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+			t.Fatalf("run (early event %v): %v", early, err)
+		}
+		rels, _ := readReleases(t, cl, out)
+		ids := map[string]bool{}
+		for _, r := range rels {
+			ids[r.ReleaseID] = true
+		}
+		return ids
+	}
+	without, with := windowsOf(false), windowsOf(true)
+	if len(without) != nWindows {
+		t.Errorf("without the early event: %d windows released, want %d", len(without), nWindows)
+	}
+	for id := range with {
+		if !without[id] {
+			t.Errorf("window %s is released only because one unit had an early event", id)
+		}
+	}
+	if len(with) != len(without) {
+		t.Errorf("%d windows with the early event, %d without", len(with), len(without))
+	}
+}
