@@ -15,9 +15,12 @@ var (
 	// again.
 	ErrRevoked = errors.New("windows: partition revoked")
 	// ErrMismatch: Merge of windows with different bounds, extents or
-	// histogram sizes.
+	// histogram sizes; merging partials of different configurations,
+	// seeds or windows.
 	ErrMismatch = errors.New("windows: windows do not match")
-	// ErrCorrupt: Unmarshal input that is not a valid encoded window.
+	// ErrCorrupt: Unmarshal input that is not a valid encoded window or
+	// partial, or a partial that no Tumbling with the merge's
+	// configuration could have produced.
 	ErrCorrupt = errors.New("windows: corrupt window encoding")
 )
 

@@ -25,10 +25,18 @@
 // times that do not decrease along each partition, give byte-identical
 // windows however the partitions interleave and whenever Poll is called.
 //
-// Window.Merge combines partial windows of several instances that saw
+// To scale out, a first stage runs one Tumbling per input partition and
+// emits each closed window as a Partial (Tumbling.PollPartials): the
+// per-unit state before the contribution bounds are applied across
+// partitions. MergePartials merges the partials of all partitions of a
+// window and applies every bound per unit across the whole input, giving
+// byte for byte the Window a single Tumbling over all partitions would
+// emit, however a unit's events are spread over the partitions (see
+// Partial). Window.Merge combines finished windows of instances that saw
 // disjoint units, exactly (sums are kept as exact floating-point
-// expansions), and MarshalBinary/UnmarshalBinary encode a window as a
-// msgpack map for the merge stage.
+// expansions), which is correct only if the input is keyed by unit.
+// Windows and partials have deterministic binary encodings
+// (MarshalBinary/UnmarshalBinary).
 //
 // Memory is bounded by Config.MaxUnits (per-unit state) and
 // Config.MaxOpenGroups / MaxOpenWindows, and measured by Tumbling.Memory.

@@ -129,11 +129,17 @@ type openWindow struct {
 	drops Drops // UnitCap and GroupCap, counted as events arrive
 }
 
-func newOpenWindow(t *Tumbling, start int64) *openWindow {
+// windowKey returns the hashing key of the window starting at start:
+// SipHash of the start under the seed's key.
+func (t *Tumbling) windowKey(start int64) (uint64, uint64) {
 	h := newSip(t.k0, t.k1)
 	h.word(uint64(start))
 	h.word(tagWindow)
-	a, b := h.sum128()
+	return h.sum128()
+}
+
+func newOpenWindow(t *Tumbling, start int64) *openWindow {
+	a, b := t.windowKey(start)
 	w := t.spare
 	if w != nil {
 		// Reuse the table and arena of a closed window: less allocation
@@ -186,6 +192,9 @@ const (
 	tagUnit   = 2
 	tagEvent  = 3
 	tagGroup  = 4
+	// tagPartial separates the configuration fingerprint of partials
+	// (see fingerprint).
+	tagPartial = 5
 )
 
 // groupHash is the keyed hash of a group key in this window.
@@ -730,13 +739,13 @@ func (w *openWindow) addEvent(e *Event) {
 		a.hist[e.Bucket]++
 	}
 	if w.t.valued && e.HasValue {
-		w.addClamped(a, e.Value)
+		w.t.addClamped(a, e.Value)
 	}
 }
 
 // addClamped adds one kept value to a group accumulator.
-func (w *openWindow) addClamped(a *gacc, v float64) {
-	cfg := &w.t.cfg
+func (t *Tumbling) addClamped(a *gacc, v float64) {
+	cfg := &t.cfg
 	if v < cfg.Lower {
 		v = cfg.Lower
 		a.clamp++
@@ -749,7 +758,7 @@ func (w *openWindow) addClamped(a *gacc, v float64) {
 		a.sum.add(v)
 	}
 	if cfg.Mean {
-		a.csum.add(v - w.t.mid)
+		a.csum.add(v - t.mid)
 	}
 }
 
@@ -791,18 +800,11 @@ func (w *openWindow) groupSiftDown(i int) {
 // finish applies the remaining bounds and returns the window's aggregate.
 // The state must not be used afterwards.
 func (w *openWindow) finish() Window {
-	cfg := &w.t.cfg
-	out := Window{
-		Start:       w.start,
-		End:         w.start + w.t.size,
-		Drops:       w.drops,
-		EventLevel:  cfg.EventLevel,
-		Sensitivity: w.t.sens,
-		Partials:    1,
-	}
-	if !cfg.EventLevel {
+	t := w.t
+	out := t.emptyWindow(w.start)
+	out.Drops = w.drops
+	if !t.cfg.EventLevel {
 		w.acc = make([]gacc, len(w.gkeys))
-		perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
 		// The aggregates are sums (exact for the values), so the order in
 		// which units are visited does not matter.
 		for _, r := range w.idx {
@@ -810,49 +812,78 @@ func (w *openWindow) finish() Window {
 				continue
 			}
 			b := w.blob(r)
-			kept := int64(0)
-			pos := w.hdr
-			for range b[hMeta] & 0xffff {
-				g := b[pos : pos+groupSize(b[pos+gCounts])]
-				pos += len(g)
-				a := &w.acc[g[gGid]]
-				events := g[gEvents]
-				kept += int64(events)
-				a.units++
-				if cfg.Count {
-					a.count += int64(min(events, maxValues))
-					out.Drops.Count += int64(events - min(events, maxValues))
-				}
-				nb, nv := int(g[gCounts]&0xffff), int(g[gCounts]>>16)
-				cells := g[gWords : gWords+cellWords*nb]
-				if cfg.Histogram {
-					if a.hist == nil {
-						a.hist = make([]int64, cfg.NumBuckets)
-					}
-					inCells := int64(0)
-					for i := 0; i < len(cells); i += cellWords {
-						n := cells[i+1]
-						inCells += int64(n)
-						a.hist[cells[i]] += int64(min(n, perBucket))
-						out.Drops.PerBucket += int64(n - min(n, perBucket))
-					}
-					out.Drops.Buckets += int64(g[gHist]) - inCells
-				}
-				if w.t.valued {
-					vals := g[gWords+len(cells):]
-					for i := 0; i < len(vals); i += valWords {
-						_, v := valueAt(vals, i)
-						w.addClamped(a, v)
-					}
-					out.Drops.Values += int64(g[gNvals]) - int64(nv)
-				}
-			}
-			out.Drops.Groups += int64(b[hEvents]) - kept
+			t.finishUnit(b[hEvents], int(b[hMeta]&0xffff), b[w.hdr:], w.acc, &out.Drops)
 		}
 		out.Units = int64(w.live)
 	}
-	for gid, key := range w.gkeys {
-		a := &w.acc[gid]
+	t.finishGroups(&out, w.gkeys, w.acc)
+	return out
+}
+
+// emptyWindow returns the window starting at start with no contribution:
+// what Poll emits for a window without state, and what the finishing
+// functions start from.
+func (t *Tumbling) emptyWindow(start int64) Window {
+	return Window{Start: start, End: start + t.size, EventLevel: t.cfg.EventLevel, Sensitivity: t.sens, Partials: 1}
+}
+
+// finishUnit applies the remaining bounds to one kept unit — events
+// accepted events and ng kept groups in the words b (laid out as in a unit
+// blob, each group's first word indexing acc) — adding its contributions
+// to acc and what the bounds remove to d. Shared by Poll (unit blobs) and
+// MergePartials (partial units), so that both finish a unit with the same
+// arithmetic; the order of the groups, cells and values in b does not
+// matter.
+func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *Drops) {
+	cfg := &t.cfg
+	perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
+	kept := int64(0)
+	pos := 0
+	for range ng {
+		g := b[pos : pos+groupSize(b[pos+gCounts])]
+		pos += len(g)
+		a := &acc[g[gGid]]
+		events := g[gEvents]
+		kept += int64(events)
+		a.units++
+		if cfg.Count {
+			a.count += int64(min(events, maxValues))
+			d.Count += int64(events - min(events, maxValues))
+		}
+		nb, nv := int(g[gCounts]&0xffff), int(g[gCounts]>>16)
+		cells := g[gWords : gWords+cellWords*nb]
+		if cfg.Histogram {
+			if a.hist == nil {
+				a.hist = make([]int64, cfg.NumBuckets)
+			}
+			inCells := int64(0)
+			for i := 0; i < len(cells); i += cellWords {
+				n := cells[i+1]
+				inCells += int64(n)
+				a.hist[cells[i]] += int64(min(n, perBucket))
+				d.PerBucket += int64(n - min(n, perBucket))
+			}
+			d.Buckets += int64(g[gHist]) - inCells
+		}
+		if t.valued {
+			vals := g[gWords+len(cells):]
+			for i := 0; i < len(vals); i += valWords {
+				_, v := valueAt(vals, i)
+				t.addClamped(a, v)
+			}
+			d.Values += int64(g[gNvals]) - int64(nv)
+		}
+	}
+	d.Groups += int64(events) - kept
+}
+
+// finishGroups appends to out the groups with a contribution — keys[i]
+// with accumulator acc[i] — sorted by key, and adds their clamping counts
+// (and, with EventLevel, their events as units).
+func (t *Tumbling) finishGroups(out *Window, keys []string, acc []gacc) {
+	cfg := &t.cfg
+	for gid, key := range keys {
+		a := &acc[gid]
 		if a.units == 0 {
 			continue
 		}
@@ -864,14 +895,13 @@ func (w *openWindow) finish() Window {
 		if cfg.Count {
 			g.Count = a.count
 		}
-		if !w.t.valued {
+		if !t.valued {
 			g.Values = 0
 		}
 		g.finish()
 		out.Groups = append(out.Groups, g)
 	}
 	slices.SortFunc(out.Groups, func(a, b Group) int { return strings.Compare(a.Key, b.Key) })
-	return out
 }
 
 // memory estimates the bytes held by the window, split into per-unit state

@@ -130,9 +130,12 @@ type Tumbling struct {
 	cur     *openWindow // last window added to
 	spare   *openWindow // a finished window whose table and arena the next one reuses
 
-	started bool  // next is set
-	next    int64 // start of the next window to emit
-	touched bool  // Add or Poll happened
+	started bool     // next is set
+	next    int64    // start of the next window to emit
+	touched bool     // Add or Poll happened
+	fixed   bool     // EmitFrom set next (PollPartials needs it)
+	shrunk  bool     // a partition was revoked after Add or Poll (PollPartials refuses)
+	fp      [16]byte // configuration fingerprint of the partials (see fingerprint)
 
 	stats Stats
 
@@ -176,6 +179,7 @@ func New(cfg Config, seed [32]byte) (*Tumbling, error) {
 	if t.valued {
 		t.mid = midpoint(cfg.Lower, cfg.Upper)
 	}
+	t.fp = fingerprint(&cfg, t.k0, t.k1)
 	return t, nil
 }
 
@@ -372,9 +376,14 @@ func (t *Tumbling) AssignPartitions(ps ...int32) {
 // added stay in their windows; if another instance takes the partition over
 // and replays those events, the operator must discard this instance's open
 // windows (for example by rebuilding the Tumbling and replaying its
-// remaining partitions), or they would be counted twice.
+// remaining partitions), or they would be counted twice. After a
+// partition is revoked following an Add or Poll, PollPartials refuses to
+// emit (see PollPartials).
 func (t *Tumbling) RevokePartitions(ps ...int32) {
 	for _, id := range ps {
+		if _, ok := t.parts[id]; ok && t.touched {
+			t.shrunk = true
+		}
 		delete(t.parts, id)
 		t.revoked[id] = struct{}{}
 	}
@@ -413,7 +422,7 @@ func (t *Tumbling) EmitFrom(ms int64) error {
 	if ms < minTime || ms > maxTime {
 		return fmt.Errorf("%w: start %d", ErrTime, ms)
 	}
-	t.next, t.started = t.WindowStart(ms), true
+	t.next, t.started, t.fixed = t.WindowStart(ms), true, true
 	return nil
 }
 
@@ -427,6 +436,22 @@ const DefaultPollLimit = 1024
 // the watermark, so a watermark far ahead yields many windows: the limit
 // keeps each call bounded.
 func (t *Tumbling) Poll(limit int) []Window {
+	var out []Window
+	t.emit(limit, func(start int64, w *openWindow) {
+		if w != nil {
+			out = append(out, w.finish())
+		} else {
+			out = append(out, t.emptyWindow(start))
+		}
+	})
+	return out
+}
+
+// emit hands the closed windows not yet emitted, in start order and at
+// most limit of them (DefaultPollLimit if limit ≤ 0), to f with their
+// state (nil for a window without any), then forgets them: the closing
+// rules shared by Poll and PollPartials.
+func (t *Tumbling) emit(limit int, f func(start int64, w *openWindow)) {
 	if limit <= 0 {
 		limit = DefaultPollLimit
 	}
@@ -434,11 +459,11 @@ func (t *Tumbling) Poll(limit int) []Window {
 	t.touched = true
 	wm, ok := t.Watermark()
 	if !ok {
-		return nil
+		return
 	}
 	if !t.started {
 		if len(t.open) == 0 {
-			return nil
+			return
 		}
 		first := int64(math.MaxInt64)
 		for s := range t.open {
@@ -448,26 +473,25 @@ func (t *Tumbling) Poll(limit int) []Window {
 		// for an earlier window may still arrive on a partition that is
 		// behind, and must not be judged late by the timing of Poll.
 		if first+t.size+t.late > wm {
-			return nil
+			return
 		}
 		t.next, t.started = first, true
 	}
-	var out []Window
-	for t.next+t.size+t.late <= wm && len(out) < limit {
-		if w := t.open[t.next]; w != nil {
-			out = append(out, w.finish())
+	n := 0
+	for t.next+t.size+t.late <= wm && n < limit {
+		w := t.open[t.next]
+		f(t.next, w)
+		if w != nil {
 			delete(t.open, t.next)
 			if t.cur == w {
 				t.cur = nil
 			}
 			t.recycle(w)
-		} else {
-			out = append(out, Window{Start: t.next, End: t.next + t.size, EventLevel: t.cfg.EventLevel, Sensitivity: t.sens, Partials: 1})
 		}
 		t.next += t.size
+		n++
 	}
-	t.stats.Windows += int64(len(out))
-	return out
+	t.stats.Windows += int64(n)
 }
 
 // Stats returns the cumulative counters.

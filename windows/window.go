@@ -83,7 +83,7 @@ type Stats struct {
 	// Events counts Add calls by the status they returned, indexed by
 	// Status.
 	Events [numStatus]int64
-	// Windows counts windows returned by Poll.
+	// Windows counts windows returned by Poll and PollPartials.
 	Windows int64
 }
 
@@ -187,7 +187,10 @@ func (g *Group) finish() {
 // Merge adds the partial aggregate o of the same window into w. The
 // instances that produced w and o must have seen disjoint privacy units
 // (input keyed by unit), so that every unit's contribution stays bounded;
-// Merge cannot check that. Sums are merged exactly, so the result does not
+// Merge cannot check that: each window is already bounded per unit, so a
+// unit present in both would contribute up to twice its bounds. When a
+// unit's events may be on several partitions, merge Partials instead
+// (MergePartials), which bound each unit across all of them. Sums are merged exactly, so the result does not
 // depend on the order of merges. It returns an error wrapping ErrMismatch,
 // leaving w unchanged, if the windows differ in extent, privacy level,
 // sensitivities or histogram size.
