@@ -37,9 +37,24 @@ type KafkaConfig struct {
 	Brokers []string `mapstructure:"brokers"`
 	// InputTopics are the topics of raw events.
 	InputTopics []string `mapstructure:"input_topics"`
-	// GroupID is the consumer group. One group must have exactly one
-	// dpstream instance until the merge stage exists (see the README).
+	// GroupID is the consumer group. Without ScaleOut it must have exactly
+	// one dpstream instance; with ScaleOut any number (see the README).
 	GroupID string `mapstructure:"group_id"`
+	// ScaleOut runs the two-stage topology, so that any number of
+	// instances with the same configuration can share the consumer group:
+	// stage 1 (every instance, its assigned input partitions) bounds each
+	// unit's contributions per window and input partition and writes that
+	// partial state to PartialsTopic; stage 2 (one instance at a time, the
+	// owner of the partials topic's single partition in the group
+	// GroupID + ".merge") merges the partials of every input partition,
+	// re-applying every bound per unit across the whole input, and noises
+	// and publishes exactly as a single instance would. Needs
+	// windows.start (every instance must agree on the first window).
+	ScaleOut bool `mapstructure:"scale_out"`
+	// PartialsTopic is the internal topic of stage 1's partial states
+	// (default: OutputTopic + ".partials"). It holds exact, un-noised
+	// per-unit contributions: give it the input topics' access control.
+	PartialsTopic string `mapstructure:"partials_topic"`
 	// OutputTopic receives one message per release (window × aggregate ×
 	// group), keyed by the release key.
 	OutputTopic string `mapstructure:"output_topic"`
@@ -361,6 +376,14 @@ func (c Config) Problems() []string {
 	c.Bounds.check(&p, c.Schema)
 	c.Privacy.check(&p, c.Windows, c.Schema)
 	c.Observability.check(&p)
+	if c.Kafka.ScaleOut {
+		if c.Windows.Start == "" {
+			p.addf("kafka.scale_out: needs windows.start (every instance must agree on the first window without looking at the data)")
+		}
+		if t := c.Kafka.partialsTopic(); t == c.Kafka.stateTopic() || t == c.Kafka.OutputTopic || slices.Contains(c.Kafka.InputTopics, t) {
+			p.addf("kafka.partials_topic: %q must differ from the input, output and state topics", t)
+		}
+	}
 	return p
 }
 
@@ -726,6 +749,17 @@ func (k KafkaConfig) namespace() string {
 	}
 	return k.GroupID
 }
+
+// partialsTopic returns the partials topic's name.
+func (k KafkaConfig) partialsTopic() string {
+	if k.PartialsTopic != "" {
+		return k.PartialsTopic
+	}
+	return k.OutputTopic + ".partials"
+}
+
+// mergeGroup returns stage 2's consumer group.
+func (k KafkaConfig) mergeGroup() string { return k.GroupID + ".merge" }
 
 // stateTopic returns the state topic's name.
 func (k KafkaConfig) stateTopic() string {

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -68,8 +69,18 @@ const noTimestampReason = "no_record_timestamp"
 type core struct {
 	topics []string // sorted input topics
 	dec    *schema.Decoder
-	agg    *windows.Tumbling
-	public map[string]bool // nil: every group
+	agg    *windows.Tumbling // every partition's events (nil when split)
+	public map[string]bool   // nil: every group
+
+	// split (kafka.scale_out, stage 1): one Tumbling per input partition,
+	// each emitting that partition's partial state of every window, so that
+	// a partition's partials depend on its own log only (a replay by
+	// another instance after a rebalance writes the same ones).
+	split bool
+	aggs  map[int32]*windows.Tumbling
+	wcfg  windows.Config
+	seed  [32]byte
+	from  int64
 	idle   int64           // windows.idle_timeout in ms
 
 	// holds[start][partition] is the smallest offset of an event accepted
@@ -96,16 +107,14 @@ func newCore(cfg Config, pl *plan, key privacy.Key, from int64) (*core, error) {
 	if err != nil {
 		return nil, err
 	}
-	agg, err := windows.New(windowsConfig(cfg, dec.NumBuckets()), seedFromKey(key))
-	if err != nil {
-		return nil, err
-	}
-	if err := agg.EmitFrom(from); err != nil {
-		return nil, fmt.Errorf("operator: first window %d: %w", from, err)
-	}
 	c := &core{
 		topics: slices.Sorted(slices.Values(cfg.Kafka.InputTopics)),
-		dec:    dec, agg: agg,
+		dec:    dec,
+		split:  cfg.Kafka.ScaleOut,
+		aggs:   map[int32]*windows.Tumbling{},
+		wcfg:   windowsConfig(cfg, dec.NumBuckets()),
+		seed:   seedFromKey(key),
+		from:   from,
 		idle:   cfg.Windows.IdleTimeout.Milliseconds(),
 		holds:  map[int64]map[int32]int64{},
 		next:   map[int32]int64{},
@@ -119,7 +128,33 @@ func newCore(cfg Config, pl *plan, key privacy.Key, from int64) (*core, error) {
 			c.public[g] = true
 		}
 	}
+	if !c.split {
+		if c.agg, err = c.newAgg(); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// newAgg returns a Tumbling that releases windows from c.from on.
+func (c *core) newAgg() (*windows.Tumbling, error) {
+	agg, err := windows.New(c.wcfg, c.seed)
+	if err != nil {
+		return nil, err
+	}
+	if err := agg.EmitFrom(c.from); err != nil {
+		return nil, fmt.Errorf("operator: first window %d: %w", c.from, err)
+	}
+	return agg, nil
+}
+
+// aggOf returns the Tumbling that holds partition id's events (nil for a
+// partition not assigned in split mode).
+func (c *core) aggOf(id int32) *windows.Tumbling {
+	if c.split {
+		return c.aggs[id]
+	}
+	return c.agg
 }
 
 // assign registers the partitions of a generation.
@@ -132,8 +167,18 @@ func (c *core) assign(parts []tp) error {
 		}
 		c.tps[id] = t
 		ids = append(ids, id)
+		if c.split {
+			agg, err := c.newAgg()
+			if err != nil {
+				return err
+			}
+			agg.AssignPartitions(id)
+			c.aggs[id] = agg
+		}
 	}
-	c.agg.AssignPartitions(ids...)
+	if !c.split {
+		c.agg.AssignPartitions(ids...)
+	}
 	return nil
 }
 
@@ -197,7 +242,11 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 		c.advance(id, arrival)
 		return outNotPublic, schema.ReasonNone, 0
 	}
-	st, start := c.agg.Add(windows.Event{
+	agg := c.aggOf(id)
+	if agg == nil {
+		return outDropped, schema.ReasonNone, windows.Unassigned
+	}
+	st, start := agg.Add(windows.Event{
 		Partition: id, Offset: m.Offset, Time: ev.Time, Arrival: arrival, Unit: ev.Unit, Group: ev.Group,
 		Bucket: ev.Bucket, Value: ev.Value, HasValue: ev.HasValue,
 	})
@@ -223,7 +272,9 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 // that does not reach the windows (bad input, a group that is not
 // public): its broker timestamp is as trustworthy as an event's.
 func (c *core) advance(id int32, arrival int64) {
-	_ = c.agg.Advance(id, arrival) // a record's timestamp is in range; id is assigned
+	if agg := c.aggOf(id); agg != nil {
+		_ = agg.Advance(id, arrival) // a record's timestamp is in range; id is assigned
+	}
 }
 
 // caughtUp records that partition id's fetcher read it to its end in a
@@ -247,7 +298,9 @@ func (c *core) caughtUp(id int32, at time.Time) {
 // the data closed are published before those the clock closes.
 func (c *core) applyCaughtUp() {
 	for id, at := range c.caught {
-		_ = c.agg.Advance(id, at.UnixMilli()-c.idle) // clock times are in range; a revoked id is skipped
+		if agg := c.aggOf(id); agg != nil {
+			_ = agg.Advance(id, at.UnixMilli()-c.idle) // clock times are in range; a revoked id is skipped
+		}
 		delete(c.caught, id)
 	}
 }
@@ -262,6 +315,37 @@ func (c *core) poll() []windows.Window {
 func (c *core) final(starts ...int64) {
 	for _, s := range starts {
 		delete(c.holds, s)
+	}
+}
+
+// partialOut is the partial state of one window of one input partition
+// (split mode).
+type partialOut struct {
+	pid int32
+	p   windows.Partial
+}
+
+// pollPartials returns the partials of the windows that closed on every
+// partition (split mode), by partition id and window.
+func (c *core) pollPartials() []partialOut {
+	var out []partialOut
+	for _, id := range slices.Sorted(maps.Keys(c.aggs)) {
+		for _, p := range c.aggs[id].PollPartials(0) {
+			out = append(out, partialOut{id, p})
+		}
+	}
+	return out
+}
+
+// finalPartial marks the window starting at start as final for partition
+// id (its partial is in the partials topic): its events there no longer
+// hold back commits.
+func (c *core) finalPartial(id int32, start int64) {
+	if h := c.holds[start]; h != nil {
+		delete(h, id)
+		if len(h) == 0 {
+			delete(c.holds, start)
+		}
 	}
 }
 

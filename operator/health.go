@@ -3,8 +3,12 @@ package operator
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +20,35 @@ import (
 type health struct {
 	ready  atomic.Bool
 	reason atomic.Value // string: why not ready
+
+	mu     sync.Mutex
+	stages map[string]string // scale-out: what each stage of this instance serves
+}
+
+// stage records what stage name of this instance does now ("" removes
+// it), for /readyz.
+func (h *health) stage(name, status string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.stages == nil {
+		h.stages = map[string]string{}
+	}
+	if status == "" {
+		delete(h.stages, name)
+		return
+	}
+	h.stages[name] = status
+}
+
+// stageLines returns "name: status" lines, sorted by name.
+func (h *health) stageLines() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var b strings.Builder
+	for _, n := range slices.Sorted(maps.Keys(h.stages)) {
+		b.WriteString(n + ": " + h.stages[n] + "\n")
+	}
+	return b.String()
 }
 
 func (h *health) set(ready bool, reason string) {
@@ -35,12 +68,12 @@ func (h *health) handler(g prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if h.ready.Load() {
-			_, _ = w.Write([]byte("ready\n"))
+			_, _ = w.Write([]byte("ready\n" + h.stageLines()))
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		reason, _ := h.reason.Load().(string)
-		_, _ = w.Write([]byte("not ready: " + reason + "\n"))
+		_, _ = w.Write([]byte("not ready: " + reason + "\n" + h.stageLines()))
 	})
 	return mux
 }

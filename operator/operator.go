@@ -124,7 +124,13 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 		return nil, err
 	}
 	o.instance = cfg.Kafka.Instance
-	if o.instance == "" {
+	switch {
+	case o.instance != "":
+	case cfg.Kafka.ScaleOut:
+		// Any instance may publish any window: the release bytes must not
+		// depend on which one did.
+		o.instance = cfg.Kafka.GroupID
+	default:
 		o.instance, _ = os.Hostname()
 	}
 	o.m.windowEps.Set(o.plan.window.Epsilon)
@@ -225,6 +231,13 @@ func (o *Operator) Run(ctx context.Context) error {
 		if err := cl.createTopics(ctx, 1, map[string]string{"cleanup.policy": "compact"}, k.stateTopic()); err != nil {
 			return err
 		}
+		if k.ScaleOut {
+			// One partition: stage 2 runs on one instance at a time and
+			// publishes windows in order, as a single instance does.
+			if err := cl.createTopics(ctx, 1, nil, k.partialsTopic()); err != nil {
+				return err
+			}
+		}
 		if k.CreateTopics {
 			ts := []string{k.OutputTopic}
 			if k.DeadLetterTopic != "" {
@@ -271,7 +284,23 @@ func (o *Operator) Run(ctx context.Context) error {
 	defer w.Close()
 
 	st := &runState{cl: cl, w: w, rec: &rec}
-	if err := o.resume(ctx, st); err != nil {
+	mergeErr := make(chan error, 1)
+	if k.ScaleOut {
+		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
+		// what resume does when it takes over; stage 1 only needs the
+		// first window, fixed by windows.start (validated).
+		start, _ := o.cfg.Windows.startMillis()
+		st.from = o.plan.alignUp(start)
+		mergeDone := make(chan struct{})
+		go func() {
+			defer close(mergeDone)
+			if err := o.runMerge(ctx, cl, w); err != nil {
+				mergeErr <- err
+				cancel()
+			}
+		}()
+		defer func() { cancel(); <-mergeDone }() // before the writer closes
+	} else if err := o.resume(ctx, st); err != nil {
 		o.health.set(false, "refused to start: see the log")
 		if ctx.Err() != nil {
 			return nil
@@ -279,7 +308,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Error("refusing to start", "err", err)
 		return err
 	}
-	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16])
+	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16], "scale_out", k.ScaleOut)
 
 	startOffset := kafka.FirstOffset
 	if k.StartOffset == "latest" {
@@ -332,6 +361,11 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	o.health.set(false, "stopped")
+	select {
+	case err := <-mergeErr:
+		return err
+	default:
+	}
 	o.log.Info("stopped")
 	return nil
 }
@@ -497,7 +531,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	if err != nil {
 		return nil // generation or run ended
 	}
-	if len(assigned) != total {
+	if len(assigned) != total && !k.ScaleOut {
 		o.health.set(false, fmt.Sprintf("assigned %d of %d input partitions", len(assigned), total))
 		o.log.Error("this instance was assigned only part of the input partitions; it will not consume. "+
 			"Run exactly one dpstream instance per consumer group (scale-out needs the merge stage)",
@@ -522,6 +556,10 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		return err
 	}
 	o.log.Info("generation started", "generation", gen.ID, "partitions", len(assigned))
+	if k.ScaleOut {
+		o.health.stage("partial", fmt.Sprintf("%d of %d input partitions", len(assigned), total))
+		defer o.health.stage("partial", "no input partitions")
+	}
 
 	// Fetchers: one reader per partition, feeding one channel; the loop
 	// below owns all state.
@@ -576,10 +614,12 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// the publisher reports it final.
 	type job struct {
 		ws       []windows.Window
+		ps       []partialOut // split mode (stage 1): partial states instead
 		closedAt time.Time
 	}
 	type result struct {
 		starts []int64
+		ps     []partialOut
 		err    error
 	}
 	jobs := make(chan job, 64)
@@ -590,6 +630,14 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	go func() {
 		defer close(pubDone)
 		for j := range jobs {
+			if j.ps != nil {
+				err := o.publishPartials(pctx, st, j.ps)
+				results <- result{ps: j.ps, err: err}
+				if err != nil {
+					return
+				}
+				continue
+			}
 			err := o.publish(pctx, st, j.ws, j.closedAt)
 			var starts []int64
 			if err == nil {
@@ -597,7 +645,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 					starts = append(starts, w.Start)
 				}
 			}
-			results <- result{starts, err}
+			results <- result{starts: starts, err: err}
 			if err != nil {
 				return
 			}
@@ -610,18 +658,28 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			return r.err
 		}
 		c.final(r.starts...)
+		for _, p := range r.ps {
+			c.finalPartial(p.pid, p.p.Start)
+		}
 		return nil
 	}
 	pollClosed := func() {
 		if pending >= cap(jobs) {
 			return // the publisher is behind (broker down): back-pressure
 		}
+		if c.split {
+			if ps := c.pollPartials(); len(ps) > 0 {
+				jobs <- job{ps: ps, closedAt: o.now()}
+				pending++
+			}
+			return
+		}
 		ws := c.poll()
 		if len(ws) == 0 {
 			return
 		}
 		o.observeClosed(ws)
-		jobs <- job{ws, o.now()}
+		jobs <- job{ws: ws, closedAt: o.now()}
 		pending++
 	}
 	// makeRoom closes the windows the watermark allows, when an event hit
@@ -890,6 +948,26 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		}
 	}
 	return nil
+}
+
+// publishPartials writes the partial states of stage 1 (split mode) to
+// the partials topic, every chunk acknowledged before their events stop
+// holding back commits; it retries until done or ctx ends.
+func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []partialOut) error {
+	topic := o.cfg.Kafka.partialsTopic()
+	var msgs []kafka.Message
+	for _, p := range ps {
+		b, err := p.p.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("operator: encoding a partial state: %w", err)
+		}
+		msgs = append(msgs, partialMessages(topic, p.p.Start, p.pid, b)...)
+	}
+	if o.crash != nil && o.crash("partials") {
+		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
+		return errCrash
+	}
+	return o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) })
 }
 
 // fetchMaxWait is how long a fetch waits at the broker for new data.

@@ -1,0 +1,313 @@
+package operator
+
+// merge.go is stage 2 of the scale-out topology (KafkaConfig.ScaleOut):
+// the "merge" node. One instance at a time — the owner of the partials
+// topic's single partition in the consumer group GroupID + ".merge" —
+// reads the partial states stage 1 wrote, merges the partials of every
+// input partition of a window (windows.MergePartials re-applies every
+// bound per unit across the whole input), and hands the merged window to
+// the same noise → publish path as a single instance, with the same state
+// topic (finality, intent, ledger). Any other instance waits as a standby
+// and takes over on a rebalance.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/windows"
+)
+
+// runMerge runs stage 2 until ctx ends: it joins the merge group and, in
+// every generation in which it owns the partials topic, merges and
+// publishes.
+func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) error {
+	k := o.cfg.Kafka
+	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID:               k.mergeGroup(),
+		Brokers:          cl.brokers,
+		Dialer:           cl.dialer,
+		Topics:           []string{k.partialsTopic()},
+		SessionTimeout:   k.SessionTimeout,
+		RebalanceTimeout: k.SessionTimeout,
+		JoinGroupBackoff: k.RetryBackoff,
+		StartOffset:      kafka.FirstOffset,
+		Logger:           kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
+		ErrorLogger:      kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: merge consumer group: %v", ErrKafka, err)
+	}
+	defer group.Close()
+	for {
+		o.health.stage("merge", "joining the merge group")
+		gen, err := group.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			o.m.brokerErrors.WithLabelValues("join").Inc()
+			o.log.Warn("joining the merge group failed; retrying", "err", err)
+			if !sleep(ctx, k.RetryBackoff) {
+				return nil
+			}
+			continue
+		}
+		done := make(chan error, 1)
+		gen.Start(func(gctx context.Context) { done <- o.mergeGeneration(ctx, gctx, gen, cl, w) })
+		if err := <-done; err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// mergeGeneration is one generation of the merge group.
+func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generation, cl *clients, w *kafka.Writer) error {
+	k := o.cfg.Kafka
+	pas := gen.Assignments[k.partialsTopic()]
+	if len(pas) == 0 {
+		o.health.stage("merge", "standby (another instance merges)")
+		select {
+		case <-gctx.Done():
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	pa := pas[0]
+	mctx, mcancel := ctxOr(ctx, gctx)
+	defer mcancel()
+
+	// Take over: what earlier owners left in the state topic (an
+	// unfinished publication is completed first), and how many input
+	// partitions every window needs.
+	o.health.stage("merge", "reading the state and output topics")
+	var rec recovered
+	var expected map[int32]bool
+	err := o.retry(mctx, "merge_setup", func(c context.Context) error {
+		r, err := recoverState(c, cl, k.stateTopic(), k.GroupID, k.OutputTopic, k.namespace())
+		if err != nil {
+			return err
+		}
+		if expected, err = o.inputPartitionIDs(c, cl); err != nil {
+			return err
+		}
+		rec = r
+		return nil
+	})
+	if err != nil {
+		if mctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	st := &runState{cl: cl, w: w, rec: &rec}
+	if err := o.resume(mctx, st); err != nil {
+		if mctx.Err() != nil {
+			return nil
+		}
+		o.log.Error("refusing to merge", "err", err)
+		return err
+	}
+	wcfg := windowsConfig(o.cfg, len(o.plan.labels))
+	seed := seedFromKey(o.key)
+	next := st.emitFrom(o.plan)
+	size := o.plan.size
+	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(next), "input_partitions", len(expected))
+	o.health.stage("merge", "")
+
+	// The reader: the partials topic from the committed offset.
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: cl.brokers, Topic: k.partialsTopic(), Partition: pa.ID, Dialer: cl.dialer,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: fetchMaxWait,
+	})
+	defer r.Close()
+	offset := pa.Offset
+	if offset < 0 {
+		offset = kafka.FirstOffset
+	}
+	if err := r.SetOffset(offset); err != nil {
+		return fmt.Errorf("%w: partials topic: %v", ErrKafka, err)
+	}
+	type msg struct {
+		m   kafka.Message
+		err error
+	}
+	in := make(chan msg, 256)
+	rctx, rcancel := context.WithCancel(mctx)
+	defer rcancel()
+	go func() {
+		defer close(in)
+		for {
+			m, err := r.ReadMessage(rctx)
+			select {
+			case in <- msg{m, err}:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	asm := newAssembler()
+	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
+	firstOff := map[int64]int64{}                    // window start → offset of its oldest chunk
+	nextOffset := int64(-1)                          // after the last message read
+	committed := int64(-2)
+	commit := func() {
+		off := nextOffset
+		if off < 0 {
+			return
+		}
+		for _, f := range firstOff {
+			off = min(off, f)
+		}
+		if f, ok := asm.oldest(); ok {
+			off = min(off, f)
+		}
+		if off == committed {
+			return
+		}
+		if err := gen.CommitOffsets(map[string]map[int]int64{k.partialsTopic(): {pa.ID: off}}); err != nil {
+			o.m.brokerErrors.WithLabelValues("commit").Inc()
+			o.log.Warn("committing the partials offset failed; will retry", "err", err)
+			return
+		}
+		committed = off
+	}
+	tick := time.NewTicker(k.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case mm, ok := <-in:
+			if !ok {
+				return nil
+			}
+			if mm.err != nil {
+				if mctx.Err() != nil {
+					commit()
+					return nil
+				}
+				o.m.brokerErrors.WithLabelValues("merge_fetch").Inc()
+				return fmt.Errorf("%w: reading the partials topic: %v", ErrKafka, mm.err)
+			}
+			nextOffset = mm.m.Offset + 1
+			c, err := decodePartialChunk(mm.m.Value)
+			if err != nil {
+				o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", mm.m.Offset)
+				continue
+			}
+			if c.id.start < next {
+				continue // a window already final (a replayed stage 1 writes it again)
+			}
+			b, first, err := asm.add(c, mm.m.Offset)
+			if err != nil {
+				o.log.Warn("skipping a damaged partial state", "offset", mm.m.Offset, "err", err)
+				continue
+			}
+			if b == nil {
+				continue
+			}
+			var p windows.Partial
+			if err := p.UnmarshalBinary(b); err != nil {
+				o.log.Warn("skipping an undecodable partial state", "offset", mm.m.Offset, "err", err)
+				continue
+			}
+			if !expected[c.id.pid] {
+				// A partition added to the input since this generation
+				// started: count it from now on.
+				ids, err := o.inputPartitionIDs(mctx, cl)
+				if err != nil || !ids[c.id.pid] {
+					o.log.Warn("skipping a partial state of an unknown input partition", "partition_id", c.id.pid)
+					continue
+				}
+				expected = ids
+			}
+			ps := pending[c.id.start]
+			if ps == nil {
+				ps = map[int32]windows.Partial{}
+				pending[c.id.start] = ps
+			}
+			if _, dup := ps[c.id.pid]; dup {
+				continue // first complete partial wins: a replay after a rebalance may write a shorter one later
+			}
+			if len(p.Partitions) != 1 || p.Partitions[0] != c.id.pid || p.Start != c.id.start {
+				o.log.Warn("skipping a partial state whose content does not match its message", "offset", mm.m.Offset)
+				continue
+			}
+			ps[c.id.pid] = p
+			if f, ok := firstOff[c.id.start]; !ok || first < f {
+				firstOff[c.id.start] = first
+			}
+			// Publish every window, in order, whose partials are all here.
+			for complete(pending[next], expected) {
+				parts := make([]windows.Partial, 0, len(expected))
+				for _, pid := range slices.Sorted(maps.Keys(pending[next])) {
+					parts = append(parts, pending[next][pid])
+				}
+				win, err := windows.MergePartials(wcfg, seed, parts)
+				if err != nil {
+					return fmt.Errorf("operator: merging window %s: %w", tsString(next), err)
+				}
+				if err := o.publish(mctx, st, []windows.Window{win}, o.now()); err != nil {
+					if errors.Is(err, errCrash) || mctx.Err() == nil {
+						return err
+					}
+					return nil
+				}
+				delete(pending, next)
+				delete(firstOff, next)
+				next += size
+				asm.drop(next)
+			}
+		case <-tick.C:
+			commit()
+		case <-mctx.Done():
+			commit() // may fail when the generation is gone; the next owner replays from the last commit
+			return nil
+		}
+	}
+}
+
+// complete reports whether ps has a partial of every expected partition.
+func complete(ps map[int32]windows.Partial, expected map[int32]bool) bool {
+	if len(ps) < len(expected) {
+		return false
+	}
+	for id := range expected {
+		if _, ok := ps[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// inputPartitionIDs returns the windows package's ids of every input
+// partition (see partitionID).
+func (o *Operator) inputPartitionIDs(ctx context.Context, cl *clients) (map[int32]bool, error) {
+	parts, err := cl.partitions(ctx, o.cfg.Kafka.InputTopics...)
+	if err != nil {
+		return nil, err
+	}
+	topics := slices.Sorted(slices.Values(o.cfg.Kafka.InputTopics))
+	ids := map[int32]bool{}
+	for t, ps := range parts {
+		for _, p := range ps {
+			id, err := partitionID(topics, tp{t, p})
+			if err != nil {
+				return nil, err
+			}
+			ids[id] = true
+		}
+	}
+	return ids, nil
+}

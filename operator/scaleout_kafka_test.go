@@ -1,0 +1,146 @@
+package operator
+
+// Broker tests of the scale-out topology (kafka.scale_out): several
+// instances in one consumer group publish exactly what one instance
+// publishes.
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
+)
+
+// spreadMessages returns the stream's events keyed by their index (so a
+// unit's events land on every partition), with every 7th event's time
+// moved back 800 ms (out of order) and every 13th moved back three windows
+// (late by its own arrival), plus a unit "flood" that sends 12 events per
+// window in every group and cell, far beyond its bounds, spread over all
+// partitions. Arrival times stay increasing in message order.
+func spreadMessages(s testStream) []kafka.Message {
+	base := s.messages(0, time.Second) // sets testStreamEnd; its last message is the sentinel
+	sentinel := base[len(base)-1]
+	size := testSize.Milliseconds()
+	var out []kafka.Message
+	flood := 0
+	for i, e := range s.events {
+		arrival := e.time + testArrivalDelay
+		ev := e
+		switch {
+		case i%13 == 0:
+			ev.time -= 3 * size
+		case i%7 == 0:
+			ev.time -= 800
+		}
+		out = append(out, kafka.Message{Key: []byte(strconv.Itoa(i)), Value: ev.encode(i), Time: time.UnixMilli(arrival)})
+		if i%3 == 0 { // the flooding unit rides along
+			f := testEvent{"flood", testRegions[flood%len(testRegions)], testCategories[flood%len(testCategories)], float64(flood % 11), e.time}
+			out = append(out, kafka.Message{Key: []byte("f" + strconv.Itoa(flood)), Value: f.encode(flood), Time: time.UnixMilli(arrival)})
+			flood++
+		}
+	}
+	sentinel.Key = []byte("sentinel")
+	return append(out, sentinel)
+}
+
+// runAllUntilOutput runs the operators together until the output topic
+// holds n messages, then stops them all; a Run error fails the test.
+func runAllUntilOutput(t *testing.T, ops []*Operator, cl *clients, out string, n int, deadline time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ops))
+	for _, op := range ops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := op.Run(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	stop := time.Now().Add(deadline)
+	for {
+		select {
+		case err := <-errs:
+			cancel()
+			wg.Wait()
+			t.Fatalf("an instance failed: %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+		if got := len(readAll(t, cl, out)); got >= n {
+			break
+		} else if time.Now().After(stop) {
+			cancel()
+			wg.Wait()
+			t.Fatalf("output %s has %d of %d messages after %v", out, got, n, deadline)
+		}
+	}
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatalf("an instance failed: %v", err)
+	default:
+	}
+}
+
+// TestKafkaScaleOutEquivalent: the same input — 4 partitions, 20 windows,
+// every unit's events spread over all partitions, late and out-of-order
+// events, a unit flooding every partition beyond its bounds — published by
+// one instance (without scale-out) and by three instances with scale-out
+// gives identical output topics as sets of (key, bytes). Bounds are per
+// unit across the whole input: the flooding unit counts no more than its
+// bounds in either (and a per-partition merge of finished windows would
+// have let it count up to 4 times).
+func TestKafkaScaleOutEquivalent(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in := uniqueName("dpstream-scale-in")
+	createTopic(t, cl, in, 4)
+	const nWindows = 20
+	s := genStream(31, nWindows, 30)
+	produce(t, brokers, in, spreadMessages(s))
+
+	refOut := uniqueName("dpstream-scale-ref")
+	ref := testConfig(brokers, in, refOut, uniqueName("dpstream-scale-ref"))
+	ref.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ref)
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+	if err := runUntil(t, op, lastStart, pub, 120*time.Second); err != nil {
+		t.Fatalf("single instance: %v", err)
+	}
+	refRels, refRaw := readReleases(t, cl, refOut)
+	if len(refRels) != nWindows*3*4 {
+		t.Fatalf("single instance published %d releases, want %d", len(refRels), nWindows*3*4)
+	}
+
+	out := uniqueName("dpstream-scale-out")
+	c := testConfig(brokers, in, out, uniqueName("dpstream-scale"))
+	c.Kafka.CreateTopics = true
+	c.Kafka.ScaleOut = true
+	var ops []*Operator
+	for range 3 {
+		op, _ := newTestOperator(t, c)
+		ops = append(ops, op)
+	}
+	runAllUntilOutput(t, ops, cl, out, len(refRels), 180*time.Second)
+	rels, raw := readReleases(t, cl, out) // fails on a key published twice
+	if len(rels) != len(refRels) {
+		t.Errorf("three instances published %d releases, one instance %d", len(rels), len(refRels))
+	}
+	for k, b := range refRaw {
+		if got, ok := raw[k]; !ok {
+			t.Errorf("release %q missing with three instances", k)
+		} else if !bytes.Equal(got, b) {
+			t.Errorf("release %q differs between one and three instances", k)
+		}
+	}
+}
