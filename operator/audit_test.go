@@ -63,6 +63,7 @@ package operator
 // exported).
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -136,22 +137,12 @@ func baseItems(s testStream, lateness time.Duration) []auditItem {
 // arrival order (stable: items arriving together keep their order).
 func auditMessages(items []auditItem) []kafka.Message {
 	items = slices.Clone(items)
-	slices.SortStableFunc(items, func(a, b auditItem) int { return cmpInt64(a.arrival, b.arrival) })
+	slices.SortStableFunc(items, func(a, b auditItem) int { return cmp.Compare(a.arrival, b.arrival) })
 	out := make([]kafka.Message, len(items))
 	for i, it := range items {
 		out[i] = kafka.Message{Key: []byte(it.e.user), Value: it.e.encode(i), Time: time.UnixMilli(it.arrival)}
 	}
 	return out
-}
-
-func cmpInt64(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // eventTimeArrivals simulates the old watermark rule (before issue 13):
@@ -163,7 +154,7 @@ func cmpInt64(a, b int64) int {
 // the event times. A stream in event-time order is unchanged by it.
 func eventTimeArrivals(items []auditItem) []auditItem {
 	items = slices.Clone(items)
-	slices.SortStableFunc(items, func(a, b auditItem) int { return cmpInt64(a.arrival, b.arrival) })
+	slices.SortStableFunc(items, func(a, b auditItem) int { return cmp.Compare(a.arrival, b.arrival) })
 	hi := int64(math.MinInt64)
 	for i := range items {
 		hi = max(hi, items[i].e.time+testArrivalDelay)

@@ -10,6 +10,7 @@ package operator
 // spent so far.
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -642,23 +643,13 @@ func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure priva
 		return nil, "", fmt.Errorf("%w: no candidate has a finite %s (infeasible: %s)", privacy.ErrInfeasible, measure, strings.Join(infeasible, ", "))
 	}
 	best := slices.MinFunc(opts, func(a, b scored) int {
-		if c := cmpFloat(a.err, b.err); c != 0 {
+		if c := cmp.Compare(a.err, b.err); c != 0 {
 			return c
 		}
 		return a.idx - b.idx
 	})
 	return best.m, fmt.Sprintf("%s (smallest %s among %s for %d coordinates × %d windows)",
 		best.m.Name(), measure, strings.Join(cands, ", "), totalL0, nw), nil
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // autoCandidates are the mechanisms "auto" compares for one part, as they
