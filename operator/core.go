@@ -81,7 +81,7 @@ type core struct {
 	wcfg  windows.Config
 	seed  [32]byte
 	from  int64
-	idle   int64           // windows.idle_timeout in ms
+	idle  int64 // windows.idle_timeout in ms
 
 	// holds[start][partition] is the smallest offset of an event accepted
 	// into the window starting at start, for windows not yet final.
@@ -326,12 +326,25 @@ type partialOut struct {
 }
 
 // pollPartials returns the partials of the windows that closed on every
-// partition (split mode), by partition id and window.
+// partition (split mode), by partition id and window: all of them, not
+// one PollPartials call's worth. A partition taken over (restart,
+// rebalance) gets a new aggregator whose first window is where stage 2
+// stood when this instance started, and its committed offset can be any
+// number of windows ahead of that (stage 1 commits behind partials, not
+// behind final windows); makeRoom must then close every window up to the
+// watermark, or the resumed events would count against
+// windows.max_open_windows and be dropped.
 func (c *core) pollPartials() []partialOut {
 	var out []partialOut
 	for _, id := range slices.Sorted(maps.Keys(c.aggs)) {
-		for _, p := range c.aggs[id].PollPartials(0) {
-			out = append(out, partialOut{id, p})
+		for {
+			ps := c.aggs[id].PollPartials(0)
+			for _, p := range ps {
+				out = append(out, partialOut{id, p})
+			}
+			if len(ps) < windows.DefaultPollLimit {
+				break
+			}
 		}
 	}
 	return out

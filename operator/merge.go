@@ -35,10 +35,13 @@ func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) e
 		Topics:           []string{k.partialsTopic()},
 		SessionTimeout:   k.SessionTimeout,
 		RebalanceTimeout: k.SessionTimeout,
-		JoinGroupBackoff: k.RetryBackoff,
-		StartOffset:      kafka.FirstOffset,
-		Logger:           kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:      kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
+		// Heartbeats every second (kafka-go's default is 3 s): members
+		// notice a join or leave, and rebalance, that much sooner.
+		HeartbeatInterval: min(time.Second, k.SessionTimeout/3),
+		JoinGroupBackoff:  k.RetryBackoff,
+		StartOffset:       kafka.FirstOffset,
+		Logger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
+		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
 	})
 	if err != nil {
 		return fmt.Errorf("%w: merge consumer group: %v", ErrKafka, err)
@@ -121,7 +124,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	next := st.emitFrom(o.plan)
 	size := o.plan.size
 	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(next), "input_partitions", len(expected))
-	o.health.stage("merge", "")
+	o.health.stage("merge", "merging (this instance publishes)")
 
 	// The reader: the partials topic from the committed offset.
 	r := kafka.NewReader(kafka.ReaderConfig{

@@ -321,8 +321,11 @@ func (o *Operator) Run(ctx context.Context) error {
 		Topics:           k.InputTopics,
 		SessionTimeout:   k.SessionTimeout,
 		RebalanceTimeout: k.SessionTimeout,
-		JoinGroupBackoff: k.RetryBackoff,
-		StartOffset:      startOffset,
+		// Heartbeats every second (kafka-go's default is 3 s): members
+		// notice a join or leave, and rebalance, that much sooner.
+		HeartbeatInterval: min(time.Second, k.SessionTimeout/3),
+		JoinGroupBackoff:  k.RetryBackoff,
+		StartOffset:       startOffset,
 		// Rebalance when input partitions appear (a topic created after
 		// the join, or partitions added), so the assignment stays complete.
 		WatchPartitionChanges:  true,
@@ -452,7 +455,15 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 		from = rec.origin
 	default:
 		if !rec.found {
-			consumed, err := st.cl.committedOffsets(ctx, k.GroupID, k.InputTopics...)
+			// The consumer group whose commits follow publication: the
+			// input group, or with scale-out the merge group on the
+			// partials topic (stage 1 commits input offsets behind the
+			// partials it wrote, before stage 2 first records the origin).
+			group, topics := k.GroupID, k.InputTopics
+			if k.ScaleOut {
+				group, topics = k.mergeGroup(), []string{k.partialsTopic()}
+			}
+			consumed, err := st.cl.committedOffsets(ctx, group, topics...)
 			if err != nil {
 				return err
 			}
@@ -462,10 +473,10 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 					"(the state was lost, or kafka.output_topic / kafka.state_topic changed), and windows.start is set: dpstream cannot tell "+
 					"which windows were already published, and publishing them again would spend their budget twice. Restore the state topic, "+
 					"remove windows.start (the first release is then the first window after now), or set it after the last window published",
-					ErrState, k.GroupID, k.stateTopic())
+					ErrState, group, k.stateTopic())
 			case consumed:
 				o.log.Warn("the consumer group has committed offsets but the state topic has no record for it; "+
-					"releasing only windows after now", "group_id", k.GroupID, "state_topic", k.stateTopic())
+					"releasing only windows after now", "group_id", group, "state_topic", k.stateTopic())
 			}
 		}
 		if hasStart {

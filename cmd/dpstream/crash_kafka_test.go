@@ -90,18 +90,38 @@ observability:
 
 // crashTest holds what the subprocess runs share.
 type crashTest struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	brokers []string
 	dir     string
 	keyFile string
 	ns      string
 	in      string
-	first   int64 // the stream's first window, unix ms
+	first   int64    // the stream's first window, unix ms
+	env     []string // added to the subprocesses' environment
+}
+
+// newCrashTest builds the dpstream binary into a temporary directory and
+// writes a fixed test key (bytes 0x00, 0x07, 0x0e, …), hex in a 0600 file;
+// the release namespace and the input topic are prefix-<random id>.
+func newCrashTest(t testing.TB, brokers []string, prefix string) *crashTest {
+	t.Helper()
+	dir := t.TempDir()
+	id := randomID()
+	c := &crashTest{t: t, bin: buildDpstream(t, dir), brokers: brokers, dir: dir,
+		keyFile: filepath.Join(dir, "key"), ns: prefix + "-" + id, in: prefix + "-" + id + "-in"}
+	var key [32]byte
+	for i := range key {
+		key[i] = byte(7 * i)
+	}
+	if err := os.WriteFile(c.keyFile, []byte(hex.EncodeToString(key[:])+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // buildDpstream builds the dpstream binary once into dir.
-func buildDpstream(t *testing.T, dir string) string {
+func buildDpstream(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "dpstream")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
@@ -112,12 +132,16 @@ func buildDpstream(t *testing.T, dir string) string {
 }
 
 // writeConfig writes a run configuration for group and output topic and
-// checks that it loads to the demo's settings.
-func (c *crashTest) writeConfig(name, group, output string) string {
+// checks that it loads to the demo's settings. kafkaLines ("name: value")
+// are added to the kafka section.
+func (c *crashTest) writeConfig(name, group, output string, kafkaLines ...string) string {
 	c.t.Helper()
 	path := filepath.Join(c.dir, name+".yaml")
 	y := fmt.Sprintf(crashConfigYAML, strings.Join(c.brokers, ", "), c.in, group, output, c.ns, c.keyFile,
 		time.UnixMilli(c.first).UTC().Format(time.RFC3339))
+	for _, l := range kafkaLines {
+		y = strings.Replace(y, "kafka:\n", "kafka:\n  "+l+"\n", 1)
+	}
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
@@ -142,21 +166,26 @@ type proc struct {
 	started   chan struct{} // closed at the first "generation started" log line
 	published chan struct{} // receives a value at each "window published" log line
 	done      chan error    // receives Wait's result
+	exited    chan struct{} // closed when the process has exited
 	mu        sync.Mutex
-	tail      []string // last log lines, for failure messages
+	tail      []string    // last log lines, for failure messages
+	gens      []time.Time // when each "generation started" line was read
 }
 
 // start runs dpstream run --config cfg. Its environment has no DPSTREAM_*
-// variables, so the configuration file alone decides (the key included).
+// variables, so the configuration file alone decides (the key included),
+// and has c.env.
 func (c *crashTest) start(cfg string) *proc {
 	c.t.Helper()
-	p := &proc{started: make(chan struct{}), published: make(chan struct{}, 1024), done: make(chan error, 1)}
+	p := &proc{started: make(chan struct{}), published: make(chan struct{}, 1024), done: make(chan error, 1),
+		exited: make(chan struct{})}
 	p.cmd = exec.Command(c.bin, "run", "--config", cfg)
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "DPSTREAM_") {
 			p.cmd.Env = append(p.cmd.Env, e)
 		}
 	}
+	p.cmd.Env = append(p.cmd.Env, c.env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -176,14 +205,18 @@ func (c *crashTest) start(cfg string) *proc {
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			gen := strings.Contains(line, `"generation started"`)
 			p.mu.Lock()
 			p.tail = append(p.tail, line)
 			if len(p.tail) > 30 {
 				p.tail = p.tail[1:]
 			}
+			if gen {
+				p.gens = append(p.gens, time.Now())
+			}
 			p.mu.Unlock()
 			switch {
-			case strings.Contains(line, `"generation started"`):
+			case gen:
 				once.Do(func() { close(p.started) })
 			case strings.Contains(line, `"window published"`):
 				select {
@@ -193,7 +226,9 @@ func (c *crashTest) start(cfg string) *proc {
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
-		p.done <- p.cmd.Wait()
+		err := p.cmd.Wait()
+		close(p.exited)
+		p.done <- err
 	}()
 	return p
 }
@@ -223,9 +258,30 @@ func (c *crashTest) releases(ctx context.Context, topic string) map[string][][]b
 	return out
 }
 
-// waitReleases waits until topic holds n distinct release keys.
-func (c *crashTest) waitReleases(ctx context.Context, p *proc, topic string, n int) {
+// waitStarted waits until p has started consuming (its first consumer
+// group generation), failing if it exits first.
+func (c *crashTest) waitStarted(ctx context.Context, p *proc, what string) {
 	c.t.Helper()
+	select {
+	case <-p.started:
+	case <-p.exited:
+		c.t.Fatalf("%s exited before consuming; last log lines:\n%s", what, p.logTail())
+	case <-ctx.Done():
+		c.t.Fatalf("%s did not start consuming; last log lines:\n%s", what, p.logTail())
+	}
+}
+
+// waitReleases waits until topic holds n distinct release keys, failing
+// if any of ps exits first.
+func (c *crashTest) waitReleases(ctx context.Context, topic string, n int, ps ...*proc) {
+	c.t.Helper()
+	tails := func() string {
+		var b strings.Builder
+		for i, p := range ps {
+			fmt.Fprintf(&b, "--- process %d of %d, last log lines:\n%s\n", i+1, len(ps), p.logTail())
+		}
+		return b.String()
+	}
 	for {
 		if _, err := topicPartitions(ctx, c.brokers, topic); err == nil {
 			if msgs, err := snapshotTopic(ctx, c.brokers, topic); err == nil {
@@ -238,11 +294,16 @@ func (c *crashTest) waitReleases(ctx context.Context, p *proc, topic string, n i
 				}
 			}
 		}
+		for i, p := range ps {
+			select {
+			case <-p.exited:
+				c.t.Fatalf("dpstream run (process %d) exited early (%v)\n%s", i+1, p.cmd.ProcessState, tails())
+			default:
+			}
+		}
 		select {
-		case err := <-p.done:
-			c.t.Fatalf("dpstream run exited early (%v); last log lines:\n%s", err, p.logTail())
 		case <-ctx.Done():
-			c.t.Fatalf("%s did not get %d releases in time; last log lines:\n%s", topic, n, p.logTail())
+			c.t.Fatalf("%s did not get %d releases in time\n%s", topic, n, tails())
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
@@ -275,18 +336,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	id := randomID()
-	c := &crashTest{t: t, bin: buildDpstream(t, dir), brokers: brokers, dir: dir,
-		keyFile: filepath.Join(dir, "key"), ns: "dpstream-crash-" + id, in: "dpstream-crash-" + id + "-in"}
-	// A fixed test key (bytes 0x00, 0x07, 0x0e, …), hex in a 0600 file.
-	var key [32]byte
-	for i := range key {
-		key[i] = byte(7 * i)
-	}
-	if err := os.WriteFile(c.keyFile, []byte(hex.EncodeToString(key[:])+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	c := newCrashTest(t, brokers, "dpstream-crash")
 	const nWindows = 8
 	// dpstream run keeps the real clock, and a partition it has read to its
 	// end is advanced to that clock minus idle_timeout. The stream's
@@ -330,7 +380,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		produced <- nil
 	}()
 
-	group, out := "dpstream-crash-"+id, "dpstream-crash-"+id+"-out"
+	group, out := c.ns, c.ns+"-out"
 	cfg := c.writeConfig("crash", group, out)
 	// Kill points (fixed seed): half of the kills at a random time 0–2 s
 	// into consumption, half 0–150 ms after the k-th window publication of
@@ -340,13 +390,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	const kills = 5
 	for i := range kills {
 		p := c.start(cfg)
-		select {
-		case <-p.started:
-		case err := <-p.done:
-			t.Fatalf("run %d exited before consuming (%v):\n%s", i, err, p.logTail())
-		case <-ctx.Done():
-			t.Fatalf("run %d did not start consuming:\n%s", i, p.logTail())
-		}
+		c.waitStarted(ctx, p, fmt.Sprintf("run %d", i))
 		how := ""
 		if rng.IntN(2) == 0 {
 			d := time.Duration(rng.Int64N(int64(2 * time.Second)))
@@ -382,13 +426,13 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		t.Fatalf("producing: %v", err)
 	}
 	p := c.start(cfg)
-	c.waitReleases(ctx, p, out, wantReleases)
+	c.waitReleases(ctx, out, wantReleases, p)
 	c.stop(p)
 
 	// The failure-free reference run: same input, key and namespace.
-	refGroup, refOut := "dpstream-crash-"+id+"-ref", "dpstream-crash-"+id+"-ref-out"
+	refGroup, refOut := c.ns+"-ref", c.ns+"-ref-out"
 	rp := c.start(c.writeConfig("ref", refGroup, refOut))
-	c.waitReleases(ctx, rp, refOut, wantReleases)
+	c.waitReleases(ctx, refOut, wantReleases, rp)
 	c.stop(rp)
 
 	got, ref := c.releases(ctx, out), c.releases(ctx, refOut)
