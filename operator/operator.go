@@ -463,7 +463,14 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 			if k.ScaleOut {
 				group, topics = k.mergeGroup(), []string{k.partialsTopic()}
 			}
-			consumed, err := st.cl.committedOffsets(ctx, group, topics...)
+			// Retried: on a fresh broker the group coordinator may not be
+			// ready yet ("Not Coordinator For Group").
+			var consumed bool
+			err := o.retry(ctx, "offsets", func(c context.Context) error {
+				var err error
+				consumed, err = st.cl.committedOffsets(c, group, topics...)
+				return err
+			})
 			if err != nil {
 				return err
 			}

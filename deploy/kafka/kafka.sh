@@ -94,7 +94,12 @@ auto.create.topics.enable=true
 delete.topic.enable=true
 num.network.threads=2
 num.io.threads=2
-log.retention.hours=24
+# No time-based retention: the tests produce records stamped with simulated
+# arrival times in the past (CreateTime, e.g. 2024), which a time limit would
+# delete at the broker's first retention check (30 s after start) while a
+# test still reads them. Disk is bounded by size instead (256 MiB a partition).
+log.retention.ms=-1
+log.retention.bytes=268435456
 log.segment.bytes=67108864
 EOF
   cat >"$run/log4j.properties" <<EOF
