@@ -6,10 +6,8 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -176,16 +174,5 @@ func TestKafkaScaleOutLostStateRefused(t *testing.T) {
 	op, _ := newTestOperator(t, c)
 	runAllUntilOutput(t, []*Operator{op}, cl, out, nWindows*len(testRegions)*len(c.Windows.Aggregates), 60*time.Second)
 
-	// Lose the state: a tombstone for the group's record.
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.Kafka.stateTopic(), RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
-	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(c.Kafka.GroupID), Value: nil}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-	op, _ = newTestOperator(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := op.Run(ctx); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "committed offsets") {
-		t.Fatalf("restart after the state was lost, windows.start set: Run returned %v, want a refusal", err)
-	}
+	loseStateExpectRefusal(t, brokers, c)
 }

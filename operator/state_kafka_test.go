@@ -165,22 +165,7 @@ func TestKafkaLostStateNotRepublished(t *testing.T) {
 	}
 	before := len(readAll(t, cl, out))
 
-	// Lose the state: a tombstone for the group's record (as after a reset
-	// by hand, or a new kafka.state_topic).
-	// Its own transport: kafka-go's shared default one may still cache
-	// metadata from before the operator created the state topic.
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.Kafka.stateTopic(), RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
-	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(c.Kafka.GroupID), Value: nil}); err != nil {
-		t.Fatal(err)
-	}
-	w.Close()
-
-	op, _ = newTestOperator(t, c)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := op.Run(ctx); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "committed offsets") {
-		t.Fatalf("restart after the state was lost, windows.start set: Run returned %v, want a refusal", err)
-	}
+	loseStateExpectRefusal(t, brokers, c)
 
 	c2 := c
 	c2.Windows.Start = ""
@@ -252,5 +237,25 @@ func TestKafkaFirstWindowIndependentOfData(t *testing.T) {
 	}
 	if len(with) != len(without) {
 		t.Errorf("%d windows with the early event, %d without", len(with), len(without))
+	}
+}
+
+// loseStateExpectRefusal tombstones the state record of c's group (as
+// after a reset by hand, or a new kafka.state_topic) and checks that a
+// restart with c (windows.start set, the group has consumed) is refused.
+func loseStateExpectRefusal(t *testing.T, brokers []string, c Config) {
+	t.Helper()
+	// Its own transport: kafka-go's shared default one may still cache
+	// metadata from before the operator created the state topic.
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: c.Kafka.stateTopic(), RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{}}
+	if err := w.WriteMessages(context.Background(), kafka.Message{Key: []byte(c.Kafka.GroupID), Value: nil}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	op, _ := newTestOperator(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := op.Run(ctx); !errors.Is(err, ErrState) || !strings.Contains(err.Error(), "committed offsets") {
+		t.Fatalf("restart after the state was lost, windows.start set: Run returned %v, want a refusal", err)
 	}
 }
