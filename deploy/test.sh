@@ -6,7 +6,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The broker is stopped again on exit when this script started it; one that
+# was already running is left running, and so is this one with
+# DPSTREAM_KEEP_BROKER=1 (quicker re-runs).
 if [ -x deploy/kafka/kafka.sh ]; then
+  if deploy/kafka/kafka.sh status >/dev/null 2>&1; then
+    started_broker=0
+  else
+    started_broker=1
+  fi
+  if [ "$started_broker" = 1 ] && [ "${DPSTREAM_KEEP_BROKER:-0}" != 1 ]; then
+    trap 'deploy/kafka/kafka.sh stop || true' EXIT
+  fi
   deploy/kafka/kafka.sh start
   export DPSTREAM_TEST_BROKERS="${DPSTREAM_TEST_BROKERS:-127.0.0.1:9092}"
 fi

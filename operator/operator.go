@@ -228,7 +228,10 @@ func (o *Operator) Run(ctx context.Context) error {
 	// and dead-letter topics are created only when asked to.
 	var rec recovered
 	err = o.retry(ctx, "setup", func(ctx context.Context) error {
-		if err := cl.createTopics(ctx, 1, map[string]string{"cleanup.policy": "compact"}, k.stateTopic()); err != nil {
+		// Compacted, with hourly segments: Kafka compacts only closed
+		// segments (segment.ms defaults to 7 days), and every start — and
+		// with scale-out every rebalance — reads this topic to its end.
+		if err := cl.createTopics(ctx, 1, map[string]string{"cleanup.policy": "compact", "segment.ms": stateSegmentMs}, k.stateTopic()); err != nil {
 			return err
 		}
 		if k.ScaleOut {
@@ -372,6 +375,11 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.log.Info("stopped")
 	return nil
 }
+
+// stateSegmentMs is the state topic's segment.ms, one hour: a segment is
+// compacted after it closes, so the topic holds about an hour of records
+// beyond the last one per key.
+const stateSegmentMs = "3600000"
 
 // runState is what survives across generations.
 type runState struct {
@@ -566,6 +574,24 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		return nil
 	}
 
+	if k.ScaleOut {
+		// Stage 1 starts after the last final window (stage 2 records it),
+		// so that a rebalance long after windows.start does not re-send a
+		// partial state for every window since then.
+		var ct int64
+		err := o.retry(mctx, "state", func(c context.Context) error {
+			var err error
+			ct, err = closedThrough(c, st.cl, k.stateTopic(), k.GroupID)
+			return err
+		})
+		if err != nil {
+			if mctx.Err() != nil {
+				return nil // generation or run ended
+			}
+			return err
+		}
+		st.rec.closedThrough = max(st.rec.closedThrough, ct)
+	}
 	c, err := newCore(o.cfg, o.plan, o.key, st.emitFrom(o.plan))
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,4 +176,119 @@ func TestKafkaScaleOutLostStateRefused(t *testing.T) {
 	runAllUntilOutput(t, []*Operator{op}, cl, out, nWindows*len(testRegions)*len(c.Windows.Aggregates), 60*time.Second)
 
 	loseStateExpectRefusal(t, brokers, c)
+}
+
+// TestKafkaScaleOutRebalanceSkipsFinalWindows: a rebalance long after
+// windows.start must not make stage 1 re-send a partial state for every
+// window since windows.start. Instance A runs alone until stage 2 has
+// published every window; then B joins. After the rebalance, no partial of
+// a window that was already final may be written: stage 1 starts each
+// generation after the state topic's last final window. (Before, A kept the
+// restart point it read at its own start — windows.start on a new
+// deployment — and wrote an empty partial for each of its partition's
+// windows again; over a week of 1-minute windows that is 10080 per
+// partition per rebalance.)
+func TestKafkaScaleOutRebalanceSkipsFinalWindows(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in := uniqueName("dpstream-scale-rebal-in")
+	createTopic(t, cl, in, 2)
+	const nWindows = 8
+	s := genStream(43, nWindows, 12)
+	produce(t, brokers, in, s.messages(0, time.Second))
+
+	out := uniqueName("dpstream-scale-rebal-out")
+	c := testConfig(brokers, in, out, uniqueName("dpstream-scale-rebal"))
+	c.Kafka.CreateTopics = true
+	c.Kafka.ScaleOut = true
+	a, _ := newTestOperator(t, c)
+	b, _ := newTestOperator(t, c)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 2)
+	var wg sync.WaitGroup
+	start := func(op *Operator) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := op.Run(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	waitFor := func(what string, d time.Duration, ok func() bool) {
+		t.Helper()
+		stop := time.Now().Add(d)
+		for !ok() {
+			select {
+			case err := <-errs:
+				t.Fatalf("an instance failed: %v", err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			if time.Now().After(stop) {
+				t.Fatalf("%s: not within %v", what, d)
+			}
+		}
+	}
+	start(a)
+	want := nWindows * len(testRegions) * len(c.Windows.Aggregates)
+	waitFor("all windows published by A alone", 90*time.Second, func() bool {
+		// The output topic exists once A has set up.
+		if _, err := cl.partitions(ctx, out); err != nil {
+			return false
+		}
+		return len(readAll(t, cl, out)) >= want
+	})
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	ct, err := closedThrough(ctx2, cl, c.Kafka.stateTopic(), c.Kafka.GroupID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct == noClosedWindow {
+		t.Fatal("no final window recorded")
+	}
+	before := len(readAll(t, cl, c.Kafka.partialsTopic()))
+	// The state topic, read at every rebalance, is created compacted with
+	// hourly segments, so that compaction keeps it short.
+	res, err := cl.client.DescribeConfigs(ctx2, &kafka.DescribeConfigsRequest{Resources: []kafka.DescribeConfigRequestResource{{
+		ResourceType: kafka.ResourceTypeTopic, ResourceName: c.Kafka.stateTopic(), ConfigNames: []string{"cleanup.policy", "segment.ms"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range res.Resources {
+		for _, e := range r.ConfigEntries {
+			got[e.ConfigName] = e.ConfigValue
+		}
+	}
+	if got["cleanup.policy"] != "compact" || got["segment.ms"] != stateSegmentMs {
+		t.Errorf("state topic configs %v, want cleanup.policy=compact, segment.ms=%s", got, stateSegmentMs)
+	}
+
+	start(b)
+	serves := func(op *Operator) bool {
+		op.health.mu.Lock()
+		defer op.health.mu.Unlock()
+		return op.health.stages["partial"] == "1 of 2 input partitions"
+	}
+	waitFor("both instances serving one input partition", 60*time.Second, func() bool { return serves(a) && serves(b) })
+	// Stage 1 writes closed windows' partials at its ticks (every
+	// tickInterval): give it several.
+	time.Sleep(10 * tickInterval(c))
+	var stale int
+	for _, m := range readAll(t, cl, c.Kafka.partialsTopic())[before:] {
+		ch, err := decodePartialChunk(m.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ch.id.start+testSize.Milliseconds() <= ct {
+			stale++
+		}
+	}
+	if stale > 0 {
+		t.Errorf("after the rebalance, %d partials of windows already final (through %s) were written", stale, tsString(ct))
+	}
 }

@@ -123,32 +123,8 @@ type recovered struct {
 // end.
 func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopic, namespace string) (recovered, error) {
 	rec := recovered{closedThrough: noClosedWindow, lastEnd: noClosedWindow, published: map[string]int64{}}
-	var last *stateRecord
 	chunks := map[int][]byte{}
-	prefix := intentKey(group, 0)
-	prefix = prefix[:len(prefix)-1]
-	err := c.scanTopic(ctx, stateTopic, nil, func(m kafka.Message) error {
-		k := string(m.Key)
-		if rest, ok := strings.CutPrefix(k, prefix); ok {
-			if i, err := strconv.Atoi(rest); err == nil && i >= 0 {
-				chunks[i] = m.Value
-			}
-			return nil
-		}
-		if k != group {
-			return nil
-		}
-		if m.Value == nil { // tombstone: the state was reset by hand
-			last = nil
-			return nil
-		}
-		s, err := decodeState(m.Value)
-		if err != nil {
-			return fmt.Errorf("%w: state topic %s has an unreadable record for group %s at offset %d: %v", ErrState, stateTopic, group, m.Offset, err)
-		}
-		last = s
-		return nil
-	})
+	last, err := lastState(ctx, c, stateTopic, group, chunks)
 	if err != nil {
 		return rec, err
 	}
@@ -191,6 +167,53 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 		return nil
 	})
 	return rec, err
+}
+
+// lastState reads the state topic to its end and returns the last record
+// for group (nil: none, or reset by a tombstone). With chunks not nil it
+// also collects group's intent chunks by index.
+func lastState(ctx context.Context, c *clients, stateTopic, group string, chunks map[int][]byte) (*stateRecord, error) {
+	var last *stateRecord
+	prefix := intentKey(group, 0)
+	prefix = prefix[:len(prefix)-1]
+	err := c.scanTopic(ctx, stateTopic, nil, func(m kafka.Message) error {
+		k := string(m.Key)
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			if i, err := strconv.Atoi(rest); err == nil && i >= 0 && chunks != nil {
+				chunks[i] = m.Value
+			}
+			return nil
+		}
+		if k != group {
+			return nil
+		}
+		if m.Value == nil { // tombstone: the state was reset by hand
+			last = nil
+			return nil
+		}
+		s, err := decodeState(m.Value)
+		if err != nil {
+			return fmt.Errorf("%w: state topic %s has an unreadable record for group %s at offset %d: %v", ErrState, stateTopic, group, m.Offset, err)
+		}
+		last = s
+		return nil
+	})
+	return last, err
+}
+
+// closedThrough reads the state topic's last record for group and returns
+// its ClosedThrough (noClosedWindow: no record). With scale-out, stage 1
+// calls it at the start of every generation: windows ending at or before
+// it are final (stage 2 published them), so their partial states are not
+// needed again, and a replay from the committed input offsets re-sends only
+// the partials of later windows instead of one per window since
+// windows.start.
+func closedThrough(ctx context.Context, c *clients, stateTopic, group string) (int64, error) {
+	last, err := lastState(ctx, c, stateTopic, group, nil)
+	if err != nil || last == nil {
+		return noClosedWindow, err
+	}
+	return last.ClosedThrough, nil
 }
 
 // decodeState reads a state record of version 1 or 2.
