@@ -161,7 +161,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		}
 	}()
 
-	asm := newAssembler()
+	asm := newAssembler(partialMACKey(o.key))
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
 	firstOff := map[int64]int64{}                    // window start → offset of its oldest chunk
 	nextOffset := int64(-1)                          // after the last message read

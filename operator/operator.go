@@ -999,13 +999,14 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 // holding back commits; it retries until done or ctx ends.
 func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []partialOut) error {
 	topic := o.cfg.Kafka.partialsTopic()
+	macKey := partialMACKey(o.key)
 	var msgs []kafka.Message
 	for _, p := range ps {
 		b, err := p.p.MarshalBinary()
 		if err != nil {
 			return fmt.Errorf("operator: encoding a partial state: %w", err)
 		}
-		msgs = append(msgs, partialMessages(topic, p.p.Start, p.pid, b)...)
+		msgs = append(msgs, partialMessages(topic, macKey, p.p.Start, p.pid, b)...)
 	}
 	if o.crash != nil && o.crash("partials") {
 		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)

@@ -3,10 +3,14 @@ package operator
 // partials.go is the wire format of the partials topic (scale-out, see
 // KafkaConfig.ScaleOut): stage 1 writes one partial state per window and
 // input partition, split into chunks that fit a Kafka message; stage 2
-// reassembles them.
+// reassembles them and accepts a partial only with a valid MAC under a key
+// derived from the noise key, which every instance of the deployment holds:
+// a client that may write to the partials topic but does not hold the key
+// cannot make stage 2 merge a partial state of its own.
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -14,18 +18,47 @@ import (
 	"strconv"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/privacy"
 )
 
-// partialMagic starts every partials topic message (format version 1).
-var partialMagic = []byte("dpp1")
+// partialMagic starts every partials topic message (format version 2:
+// version 1 carried a plain SHA-256 instead of the MAC and is not read).
+var partialMagic = []byte("dpp2")
+
+// partialMACDomain separates the partials MAC key from every other use of
+// the noise key (the noise streams use "dpstream/release/v2").
+const partialMACDomain = "dpstream/partials-mac/v1"
+
+// partialMACKey derives the key of the partials topic's MACs from the
+// noise key: HMAC-SHA256(key, partialMACDomain).
+func partialMACKey(k privacy.Key) []byte {
+	m := hmac.New(sha256.New, k[:])
+	m.Write([]byte(partialMACDomain))
+	return m.Sum(nil)
+}
+
+// partialMAC is HMAC-SHA256(macKey, varint(start) ‖ varint(pid) ‖ b): it
+// binds the partial's encoding to its window and input partition.
+func partialMAC(macKey []byte, start int64, pid int32, b []byte) [sha256.Size]byte {
+	m := hmac.New(sha256.New, macKey)
+	var hdr []byte
+	hdr = binary.AppendVarint(hdr, start)
+	hdr = binary.AppendVarint(hdr, int64(pid))
+	m.Write(hdr)
+	m.Write(b)
+	var out [sha256.Size]byte
+	m.Sum(out[:0])
+	return out
+}
 
 // partialChunkBytes is the largest chunk payload: half of Kafka's default
 // message.max.bytes (1 MiB), like the state topic's intent chunks.
 const partialChunkBytes = 512 << 10
 
 // partialID names one partial: its window and input partition id, and the
-// SHA-256 of its encoding (so that chunks of two different attempts are
-// never mixed).
+// MAC of its encoding (so that chunks of two different attempts are never
+// mixed).
 type partialID struct {
 	start int64
 	pid   int32
@@ -34,10 +67,11 @@ type partialID struct {
 
 // partialMessages splits the encoding b of the partial of window start and
 // input partition pid into messages for topic. Every message carries the
-// partial's id, its index and the number of chunks, so that stage 2 can
-// reassemble it whatever else the topic holds in between.
-func partialMessages(topic string, start int64, pid int32, b []byte) []kafka.Message {
-	sum := sha256.Sum256(b)
+// partial's id (with its MAC under macKey), its index and the number of
+// chunks, so that stage 2 can reassemble it whatever else the topic holds
+// in between.
+func partialMessages(topic string, macKey []byte, start int64, pid int32, b []byte) []kafka.Message {
+	sum := partialMAC(macKey, start, pid, b)
 	n := max(1, (len(b)+partialChunkBytes-1)/partialChunkBytes)
 	key := []byte(strconv.FormatInt(start, 10) + "/" + strconv.Itoa(int(pid)))
 	out := make([]kafka.Message, 0, n)
@@ -94,9 +128,11 @@ func decodePartialChunk(v []byte) (partialChunk, error) {
 	return c, nil
 }
 
-// assembler collects partial chunks until a partial is complete.
+// assembler collects partial chunks until a partial is complete, and
+// checks its MAC.
 type assembler struct {
-	parts map[partialID]*assembly
+	macKey []byte
+	parts  map[partialID]*assembly
 }
 
 // assembly is one partial being collected, with the offset of its first
@@ -107,7 +143,9 @@ type assembly struct {
 	first  int64
 }
 
-func newAssembler() *assembler { return &assembler{parts: map[partialID]*assembly{}} }
+func newAssembler(macKey []byte) *assembler {
+	return &assembler{macKey: macKey, parts: map[partialID]*assembly{}}
+}
 
 // add adds the chunk read at offset and returns the whole encoding when
 // the partial is complete (and its first offset), or nil.
@@ -129,8 +167,9 @@ func (a *assembler) add(c partialChunk, offset int64) ([]byte, int64, error) {
 	}
 	delete(a.parts, c.id)
 	b := bytes.Join(as.chunks, nil)
-	if sha256.Sum256(b) != c.id.sum {
-		return nil, 0, fmt.Errorf("%w: window %d, partition %d: chunks do not match their digest", errPartialMessage, c.id.start, c.id.pid)
+	if want := partialMAC(a.macKey, c.id.start, c.id.pid, b); !hmac.Equal(want[:], c.id.sum[:]) {
+		return nil, 0, fmt.Errorf("%w: window %d, partition %d: the MAC does not match (damaged, or not written with this deployment's key)",
+			errPartialMessage, c.id.start, c.id.pid)
 	}
 	return b, as.first, nil
 }
