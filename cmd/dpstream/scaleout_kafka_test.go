@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -381,6 +383,7 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 					extra = append(extra, "scale_out: true")
 				}
 				cfg := mc.writeConfig(name, group, out, extra...)
+				brokerCPU0, machine0 := brokerCPU(), machineCPU()
 				start := time.Now()
 				var ps []*proc
 				for range mode.instances {
@@ -388,6 +391,7 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 				}
 				mc.waitOutputCount(ctx, out, wantReleases, ps...)
 				elapsed := time.Since(start)
+				brokerCPU1, machine1 := brokerCPU(), machineCPU()
 				var lastGen time.Time
 				gens := 0
 				for _, p := range ps {
@@ -413,10 +417,20 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 				b.ReportMetric(elapsed.Seconds(), "run-s")
 				b.ReportMetric(startup.Seconds(), "startup-s")
 				b.ReportMetric(cpuMax.Seconds(), "max-cpu-s")
+				var machineNote string
+				if brokerCPU0 >= 0 && brokerCPU1 >= 0 {
+					b.ReportMetric((brokerCPU1 - brokerCPU0).Seconds(), "broker-cpu-s")
+					machineNote = fmt.Sprintf("; the broker used %v CPU", (brokerCPU1 - brokerCPU0).Round(10*time.Millisecond))
+				}
+				if machine0.total > 0 && machine1.total > machine0.total {
+					busy := 1 - float64(machine1.idle-machine0.idle)/float64(machine1.total-machine0.total)
+					b.ReportMetric(busy, "machine-busy")
+					machineNote += fmt.Sprintf("; the machine's cores were %.0f%% busy (everything on it)", 100*busy)
+				}
 				b.Logf("%s: %d instance(s) started at %s, %d events in %v: %.0f events/s; last generation started at %v (%.0f%% of the run), "+
-					"%d generations in all; CPU time per instance (to its exit) %s",
+					"%d generations in all; CPU time per instance (to its exit) %s%s",
 					mode.name, mode.instances, start.Format("15:04:05.000"), events, elapsed.Round(time.Millisecond), float64(events)/elapsed.Seconds(),
-					startup.Round(time.Millisecond), 100*startup.Seconds()/elapsed.Seconds(), gens, strings.Join(cpu, ", "))
+					startup.Round(time.Millisecond), 100*startup.Seconds()/elapsed.Seconds(), gens, strings.Join(cpu, ", "), machineNote)
 				got := mc.releases(ctx, out)
 				if len(got) != wantReleases {
 					b.Fatalf("%s published %d release keys, want %d", mode.name, len(got), wantReleases)
@@ -433,6 +447,66 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 			}
 		})
 	}
+}
+
+// clockTicks is the unit of /proc/<pid>/stat's utime and stime:
+// USER_HZ, 100 on every Linux architecture dpstream builds for (see
+// proc(5), "measured in clock ticks (divide by sysconf(_SC_CLK_TCK))").
+const clockTicks = 100
+
+// brokerCPU returns the CPU time (user + system) the test broker started by
+// deploy/kafka/kafka.sh has used so far, or −1 if it cannot tell (another
+// broker, not Linux).
+func brokerCPU() time.Duration {
+	pid, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kafka", "run", "kafka.pid"))
+	if err != nil {
+		return -1
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strings.TrimSpace(string(pid)), "stat"))
+	if err != nil {
+		return -1
+	}
+	// Fields after the command name (in parentheses, which may contain
+	// spaces): state is field 3, utime 14, stime 15.
+	i := bytes.LastIndexByte(stat, ')')
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return -1
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// cpuTimes are the machine's total and idle CPU time (in clock ticks,
+// summed over cores) from /proc/stat's "cpu" line; zero if unreadable.
+type cpuTimes struct{ total, idle int64 }
+
+func machineCPU() cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return cpuTimes{}
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return cpuTimes{}
+	}
+	var c cpuTimes
+	for i, v := range f[1:] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return cpuTimes{}
+		}
+		c.total += n
+		if i == 3 || i == 4 { // idle, iowait
+			c.idle += n
+		}
+	}
+	return c
 }
 
 // waitOutputCount waits until topic (one partition) holds n messages,
