@@ -115,8 +115,11 @@ func isHex(b []byte) bool {
 }
 
 // ReadKeyFile reads a key file (see ParseKey). The file must be a regular
-// file with no permission bits for group or others (mode 0600 or 0400):
-// otherwise ReadKeyFile fails with ErrKeyPermissions and does not read it.
+// file with no permission bits for group or others (mode 0600 or 0400), or
+// a Kubernetes Secret file as a non-root container with an fsGroup sees it
+// (mode 0440, owned by root, group one of the process's groups; see
+// keyModeOK): otherwise ReadKeyFile fails with ErrKeyPermissions and does
+// not read it.
 func ReadKeyFile(path string) (Key, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -132,7 +135,7 @@ func ReadKeyFile(path string) (Key, error) {
 	if !st.Mode().IsRegular() {
 		return Key{}, fmt.Errorf("%w: %s is not a regular file", ErrKey, path)
 	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+	if perm := st.Mode().Perm(); !keyModeOK(perm, ownerOf(st), os.Geteuid(), processGroups()) {
 		return Key{}, fmt.Errorf("%w: %s has mode %04o; it must not be accessible by group or others (chmod 600 %s)",
 			ErrKeyPermissions, path, perm, path)
 	}

@@ -154,3 +154,52 @@ func TestLoadKey(t *testing.T) {
 		t.Errorf("bad environment key: %v", err)
 	}
 }
+
+// TestKeyModeOK: the permission rule of ReadKeyFile, including the one
+// group-readable layout accepted (a Kubernetes Secret file seen by a
+// non-root container with an fsGroup: 0440, owned by root, group one of
+// the process's).
+func TestKeyModeOK(t *testing.T) {
+	secret := fileOwner{uid: 0, gid: 65532, known: true}
+	for _, c := range []struct {
+		name   string
+		perm   fs.FileMode
+		owner  fileOwner
+		euid   int
+		groups []int
+		want   bool
+	}{
+		{"0600", 0o600, fileOwner{uid: 1000, gid: 1000, known: true}, 1000, []int{1000}, true},
+		{"0400", 0o400, fileOwner{uid: 1000, gid: 1000, known: true}, 1000, []int{1000}, true},
+		{"0400 on a platform without owners", 0o400, fileOwner{}, 1000, nil, true},
+		{"k8s secret with fsGroup", 0o440, secret, 65532, []int{65532}, true},
+		{"k8s secret, fsGroup a supplementary group", 0o440, secret, 65532, []int{100, 65532}, true},
+		{"0440 as root", 0o440, secret, 0, []int{65532}, false},
+		{"0440 not our group", 0o440, secret, 65532, []int{100}, false},
+		{"0440 not owned by root", 0o440, fileOwner{uid: 1000, gid: 65532, known: true}, 65532, []int{65532}, false},
+		{"0440 owner unknown", 0o440, fileOwner{}, 65532, []int{65532}, false},
+		{"0460 group write", 0o460, secret, 65532, []int{65532}, false},
+		{"0444 others read", 0o444, secret, 65532, []int{65532}, false},
+		{"0450 group exec", 0o450, secret, 65532, []int{65532}, false},
+		{"0404", 0o404, secret, 65532, []int{65532}, false},
+	} {
+		if got := keyModeOK(c.perm, c.owner, c.euid, c.groups); got != c.want {
+			t.Errorf("%s: keyModeOK = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestReadKeyFileGroupReadOwnFile: a 0440 key file owned by the process's
+// own user (not the Kubernetes layout) is still refused.
+func TestReadKeyFileGroupReadOwnFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte(testKeyHex+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadKeyFile(path); !errors.Is(err, ErrKeyPermissions) {
+		t.Errorf("0440 key file of uid %d: error %v, want ErrKeyPermissions", os.Geteuid(), err)
+	}
+}

@@ -20,6 +20,7 @@ func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dpstream",
 		Short:         "Differentially private aggregates of Kafka event streams",
+		Version:       buildVersion(), // --version; see version.go
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

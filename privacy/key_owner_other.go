@@ -1,0 +1,11 @@
+//go:build !unix
+
+package privacy
+
+import "io/fs"
+
+// ownerOf: not known on this platform (only 0600/0400 key files pass).
+func ownerOf(fs.FileInfo) fileOwner { return fileOwner{} }
+
+// processGroups: none on this platform.
+func processGroups() []int { return nil }
