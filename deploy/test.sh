@@ -39,6 +39,12 @@ fi
 go vet ./...
 go test -count=1 -timeout 20m ./...
 
+# The deployment artefacts are Go modules of their own (outside ./...): the
+# OCI image (builds it twice, ~1-3 min with a cold build cache) and the
+# Kubernetes manifests (strict decoding against the API types).
+(cd deploy/image && go vet ./... && go test -count=1 -timeout 15m ./...)
+(cd deploy/k8s && go vet ./... && go test -count=1 -timeout 10m ./...)
+
 # Fuzz targets: a short, fixed budget each (longer runs are done by hand).
 # The budget is a count of executions, not a duration: with a duration, Go
 # 1.26's fuzz coordinator can report a spurious "context deadline exceeded"
