@@ -20,6 +20,12 @@ import (
 type health struct {
 	ready  atomic.Bool
 	reason atomic.Value // string: why not ready
+	// cause is the last broker error ("" after a broker operation
+	// succeeded), shown by /readyz while not ready: a wrong password, an
+	// untrusted certificate or a missing topic keeps the operator retrying
+	// (it does not exit, so there is no crash loop), not ready, and this
+	// says why.
+	cause atomic.Value // string
 
 	mu     sync.Mutex
 	stages map[string]string // scale-out: what each stage of this instance serves
@@ -54,6 +60,22 @@ func (h *health) stageLines() string {
 func (h *health) set(ready bool, reason string) {
 	h.ready.Store(ready)
 	h.reason.Store(reason)
+	if ready {
+		h.cause.Store("")
+	}
+}
+
+// brokerError records the outcome of broker operation op: err's text
+// (which never holds a secret: see BrokerError) as the cause /readyz
+// shows, or nothing when err is nil.
+func (h *health) brokerError(op string, err error) {
+	if err == nil {
+		if c, _ := h.cause.Load().(string); c != "" {
+			h.cause.Store("")
+		}
+		return
+	}
+	h.cause.Store(op + ": " + strings.ReplaceAll(err.Error(), "\n", "; "))
 }
 
 // handler serves /metrics, /healthz (the process runs) and /readyz (it
@@ -73,7 +95,11 @@ func (h *health) handler(g prometheus.Gatherer) http.Handler {
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
 		reason, _ := h.reason.Load().(string)
-		_, _ = w.Write([]byte("not ready: " + reason + "\n" + h.stageLines()))
+		msg := "not ready: " + reason + "\n"
+		if cause, _ := h.cause.Load().(string); cause != "" {
+			msg += "last broker error: " + cause + "\n"
+		}
+		_, _ = w.Write([]byte(msg + h.stageLines()))
 	})
 	return mux
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -25,6 +27,97 @@ import (
 // ErrKafka wraps errors talking to the brokers.
 var ErrKafka = errors.New("operator: kafka")
 
+// Causes of broker errors the operator can name. A *BrokerError wraps
+// ErrKafka and one of these; a missing topic wraps ErrKafka and
+// ErrTopicMissing.
+var (
+	// ErrBrokerUnreachable: no TCP connection to the broker (connection
+	// refused, unknown host, no route, timeout).
+	ErrBrokerUnreachable = errors.New("operator: kafka: broker unreachable")
+	// ErrBrokerTLS: the TLS handshake failed or the broker rejected the
+	// client certificate (untrusted broker certificate, missing, expired
+	// or untrusted client certificate, TLS against a plaintext listener).
+	ErrBrokerTLS = errors.New("operator: kafka: TLS failed")
+	// ErrBrokerAuth: SASL authentication failed (wrong user or password,
+	// mechanism not enabled on the listener).
+	ErrBrokerAuth = errors.New("operator: kafka: SASL authentication failed")
+	// ErrBrokerProtocol: the broker closed the connection before
+	// answering, typically a client without TLS or SASL on a listener that
+	// requires them.
+	ErrBrokerProtocol = errors.New("operator: kafka: broker closed the connection")
+	// ErrTopicMissing: a topic the operator reads or writes does not
+	// exist. It wraps ErrKafka.
+	ErrTopicMissing = fmt.Errorf("%w: topic does not exist", ErrKafka)
+)
+
+// BrokerError is a failure to talk to one broker, with its cause named
+// and the configuration keys to check (several brokers' errors are
+// joined with errors.Join). Its text never contains the SASL
+// password (no error of the client library does: the password is only
+// sent to the broker), event data, unit ids or keys.
+type BrokerError struct {
+	// Addr is the broker's address, host:port.
+	Addr string
+	// Kind is ErrBrokerUnreachable, ErrBrokerTLS, ErrBrokerAuth or
+	// ErrBrokerProtocol.
+	Kind error
+	// Cause says what failed, in words ("the broker requires a client
+	// certificate").
+	Cause string
+	// Hint says what to change, naming the configuration keys.
+	Hint string
+	// Err is the error as the Kafka client or the network reported it.
+	Err error
+}
+
+// Error returns "operator: kafka: broker ADDR: CAUSE (ERR); HINT".
+func (e *BrokerError) Error() string {
+	s := "operator: kafka: broker " + e.Addr + ": " + e.Cause
+	if e.Err != nil {
+		s += " (" + rootText(e.Err) + ")"
+	}
+	if e.Hint != "" {
+		s += "; " + e.Hint
+	}
+	return s
+}
+
+// Unwrap returns ErrKafka, the kind and the underlying error.
+func (e *BrokerError) Unwrap() []error {
+	out := []error{ErrKafka, e.Kind}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// rootText is the most specific text of err: the network or TLS error
+// without kafka-go's "failed to dial: failed to open connection to …"
+// wrapping (the address is already in BrokerError).
+func rootText(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return op.Error() // "dial tcp 127.0.0.1:9999: connect: connection refused"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Error()
+	}
+	var kerr kafka.Error
+	if errors.As(err, &kerr) {
+		return kerr.Error()
+	}
+	var verr *tls.CertificateVerificationError
+	if errors.As(err, &verr) {
+		return verr.Error()
+	}
+	s := err.Error()
+	for _, p := range []string{"failed to dial: ", "failed to open connection to "} {
+		s = strings.TrimPrefix(s, p)
+	}
+	return s
+}
+
 // clients holds what every Kafka connection of the operator shares: the
 // TLS and SASL settings, as a Dialer (readers, consumer group) and a
 // Transport (writer, admin client).
@@ -33,6 +126,8 @@ type clients struct {
 	dialer    *kafka.Dialer
 	transport *kafka.Transport
 	client    *kafka.Client
+	tls       TLSConfig  // as configured, to name causes of TLS errors
+	sasl      SASLConfig // as configured (the password is not read from it)
 }
 
 func newClients(k KafkaConfig) (*clients, error) {
@@ -68,12 +163,18 @@ func newClients(k KafkaConfig) (*clients, error) {
 		dialer:    d,
 		transport: t,
 		client:    &kafka.Client{Addr: kafka.TCP(brokers...), Transport: t, Timeout: 30 * time.Second},
+		tls:       k.TLS,
+		sasl:      SASLConfig{Mechanism: k.SASL.Mechanism, Username: k.SASL.Username},
 	}, nil
 }
 
 func (c *clients) close() { c.transport.CloseIdleConnections() }
 
-// config builds the TLS configuration, or nil when TLS is off.
+// config builds the TLS configuration, or nil when TLS is off. The client
+// certificate is read from its files at every handshake (connections are
+// long-lived, so that is rare), so that a renewed certificate (cert-manager,
+// a rotated Kubernetes Secret) is used by the next connection without a
+// restart; it is also read once here, so that a bad file fails the start.
 func (t TLSConfig) config() (*tls.Config, error) {
 	if !t.Enabled {
 		return nil, nil
@@ -95,57 +196,285 @@ func (t TLSConfig) config() (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if t.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
-		if err != nil {
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
 			return nil, fmt.Errorf("%w: kafka.tls.cert_file/key_file: %v", ErrConfig, err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		certFile, keyFile := t.CertFile, t.KeyFile
+		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+			if err != nil {
+				return nil, fmt.Errorf("kafka.tls.cert_file/key_file: %w", err)
+			}
+			return &cert, nil
+		}
 	}
 	return cfg, nil
 }
 
-// mechanism builds the SASL mechanism, or nil when SASL is off. Errors
-// never include the password.
+// readPassword reads a SASL password file (trailing newline ignored).
+// Errors never include the file's content.
+func readPassword(file string) (string, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("%w: kafka.sasl.password_file: cannot read %s", ErrConfig, file)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// mechanism builds the SASL mechanism, or nil when SASL is off. With a
+// password file the password is read again at every authentication, so
+// that a rotated secret is used by the next connection without a restart.
+// Errors never include the password.
 func (s SASLConfig) mechanism() (sasl.Mechanism, error) {
 	name := strings.ToLower(s.Mechanism)
 	if name == "" {
 		return nil, nil
 	}
-	pw := s.Password
-	if s.PasswordFile != "" {
-		b, err := os.ReadFile(s.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kafka.sasl.password_file: cannot read %s", ErrConfig, s.PasswordFile)
-		}
-		pw = strings.TrimRight(string(b), "\r\n")
-	}
+	var build func(pw string) (sasl.Mechanism, error)
 	switch name {
 	case "plain":
-		return plain.Mechanism{Username: s.Username, Password: pw}, nil
+		build = func(pw string) (sasl.Mechanism, error) {
+			return plain.Mechanism{Username: s.Username, Password: pw}, nil
+		}
 	case "scram-sha-256", "scram-sha-512":
 		algo := scram.SHA256
 		if name == "scram-sha-512" {
 			algo = scram.SHA512
 		}
-		m, err := scram.Mechanism(algo, s.Username, pw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: kafka.sasl: cannot set up %s", ErrConfig, name)
+		build = func(pw string) (sasl.Mechanism, error) {
+			m, err := scram.Mechanism(algo, s.Username, pw)
+			if err != nil {
+				return nil, fmt.Errorf("%w: kafka.sasl: cannot set up %s", ErrConfig, name)
+			}
+			return m, nil
 		}
-		return m, nil
+	default:
+		return nil, fmt.Errorf("%w: kafka.sasl.mechanism: %q is not plain, scram-sha-256 or scram-sha-512", ErrConfig, s.Mechanism)
 	}
-	return nil, fmt.Errorf("%w: kafka.sasl.mechanism: %q is not plain, scram-sha-256 or scram-sha-512", ErrConfig, s.Mechanism)
+	if s.PasswordFile == "" {
+		return build(s.Password)
+	}
+	pw, err := readPassword(s.PasswordFile)
+	if err != nil {
+		return nil, err
+	}
+	m, err := build(pw)
+	if err != nil {
+		return nil, err
+	}
+	return passwordFileMechanism{name: m.Name(), file: s.PasswordFile, build: build}, nil
+}
+
+// passwordFileMechanism is a SASL mechanism whose password is read from a
+// file at every authentication.
+type passwordFileMechanism struct {
+	name  string
+	file  string
+	build func(pw string) (sasl.Mechanism, error)
+}
+
+// Name is the mechanism's name (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+func (m passwordFileMechanism) Name() string { return m.name }
+
+// Start reads the password file and starts an authentication. A file
+// that cannot be read now (it could be read at start) is a broker error
+// to retry, not a configuration error that stops the operator: a secret
+// being replaced may be missing for a moment.
+func (m passwordFileMechanism) Start(ctx context.Context) (sasl.StateMachine, []byte, error) {
+	pw, err := readPassword(m.file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kafka.sasl.password_file: cannot read %s", m.file)
+	}
+	mech, err := m.build(pw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mech.Start(ctx)
+}
+
+// classify names the cause of err, an error talking to the broker at
+// addr: a *BrokerError when it recognises it, err itself otherwise (and
+// for context cancellation, and errors already classified). afterDial
+// says the connection (TCP, TLS on the client's side, SASL) was set up
+// and a request failed.
+func (c *clients) classify(addr string, err error, afterDial bool) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var be *BrokerError
+	if errors.As(err, &be) {
+		return err
+	}
+	e := &BrokerError{Addr: addr, Err: err}
+	msg := err.Error()
+	var (
+		kerr     kafka.Error
+		dns      *net.DNSError
+		op       *net.OpError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	mech := strings.ToUpper(c.sasl.Mechanism)
+	switch {
+	case errors.As(err, &kerr) && kerr == kafka.SASLAuthenticationFailed:
+		e.Kind = ErrBrokerAuth
+		e.Cause = fmt.Sprintf("SASL authentication failed for user %q with %s", c.sasl.Username, mech)
+		e.Hint = "wrong user name or password: check kafka.sasl.username and kafka.sasl.password (or password_file); the broker's log says more"
+	case errors.As(err, &kerr) && kerr == kafka.UnsupportedSASLMechanism:
+		e.Kind = ErrBrokerAuth
+		e.Cause = fmt.Sprintf("the listener does not enable SASL mechanism %s", mech)
+		e.Hint = "set kafka.sasl.mechanism to one of the listener's sasl.enabled.mechanisms"
+	case errors.As(err, &kerr) && kerr == kafka.IllegalSASLState:
+		e.Kind = ErrBrokerAuth
+		e.Cause = "the listener does not expect SASL"
+		e.Hint = "unset kafka.sasl.mechanism for this listener, or use the broker's SASL listener"
+	case errors.As(err, &unknown):
+		e.Kind = ErrBrokerTLS
+		e.Cause = "the broker's certificate is not signed by a trusted CA"
+		if c.tls.CAFile == "" {
+			e.Hint = "set kafka.tls.ca_file to the CA that signed the broker's certificate (without it the system's CAs are trusted)"
+		} else {
+			e.Hint = "kafka.tls.ca_file (" + c.tls.CAFile + ") must hold the CA that signed the broker's certificate"
+		}
+	case errors.As(err, &hostname):
+		e.Kind = ErrBrokerTLS
+		e.Cause = fmt.Sprintf("the broker's certificate is not valid for the name %q", hostname.Host)
+		e.Hint = "use a name the certificate lists in kafka.brokers, or set kafka.tls.server_name"
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		e.Kind = ErrBrokerTLS
+		e.Cause = "the broker's certificate has expired or is not valid yet"
+		e.Hint = "renew the broker's certificate (or check this machine's clock)"
+	case errors.As(err, &invalid):
+		e.Kind = ErrBrokerTLS
+		e.Cause = "the broker's certificate is invalid"
+		e.Hint = "check the broker's certificate chain and kafka.tls.ca_file"
+	case strings.Contains(msg, "remote error: tls:"):
+		// The broker refused the handshake. With TLS 1.3 the client
+		// finishes its side first, so this arrives at the first request.
+		e.Kind = ErrBrokerTLS
+		c.clientCertCause(e)
+	case errors.As(err, &dns):
+		e.Kind = ErrBrokerUnreachable
+		e.Cause = "cannot resolve the broker's host name"
+		e.Hint = "check kafka.brokers and DNS"
+	case errors.As(err, &op) && op.Op == "dial":
+		e.Kind = ErrBrokerUnreachable
+		e.Cause = "cannot connect"
+		e.Hint = "check kafka.brokers, that the broker runs and listens there, and firewalls"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE):
+		switch {
+		case c.tls.Enabled && !afterDial && !strings.Contains(msg, "with SASL"):
+			e.Kind = ErrBrokerTLS
+			e.Cause = "the broker closed the connection during the TLS handshake"
+			e.Hint = "kafka.tls.enabled is on: is this a TLS (SSL or SASL_SSL) listener?"
+		case c.tls.Enabled:
+			e.Kind = ErrBrokerProtocol
+			e.Cause = "the broker closed the connection before answering"
+			e.Hint = "if the listener is SASL_SSL, set kafka.sasl.mechanism, username and password"
+		default:
+			e.Kind = ErrBrokerProtocol
+			e.Cause = "the broker closed the connection before answering"
+			e.Hint = "if the listener uses TLS (SSL, SASL_SSL), set kafka.tls.enabled; if it uses SASL, set kafka.sasl.mechanism"
+		}
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		e.Kind = ErrBrokerUnreachable
+		e.Cause = "no answer in time"
+		e.Hint = "check kafka.brokers (a firewall dropping packets, or a TLS/plaintext mismatch), and the broker's load"
+	default:
+		return err
+	}
+	return e
+}
+
+// clientCertCause fills e for a broker that refused the TLS handshake:
+// no client certificate, or one that is expired, not yet valid, or not
+// signed by a CA the broker trusts.
+func (c *clients) clientCertCause(e *BrokerError) {
+	if c.tls.CertFile == "" {
+		e.Cause = "the broker requires a client certificate (mutual TLS) and none is configured"
+		e.Hint = "set kafka.tls.cert_file and kafka.tls.key_file"
+		return
+	}
+	cert, err := tls.LoadX509KeyPair(c.tls.CertFile, c.tls.KeyFile)
+	if err != nil || cert.Leaf == nil {
+		e.Cause = "the broker rejected the TLS handshake, and the client certificate cannot be read"
+		e.Hint = "check kafka.tls.cert_file and kafka.tls.key_file"
+		return
+	}
+	now := time.Now()
+	switch leaf := cert.Leaf; {
+	case now.After(leaf.NotAfter):
+		e.Cause = "the broker rejected the client certificate: it expired at " + leaf.NotAfter.UTC().Format(time.RFC3339)
+		e.Hint = "renew kafka.tls.cert_file"
+	case now.Before(leaf.NotBefore):
+		e.Cause = "the broker rejected the client certificate: it is not valid before " + leaf.NotBefore.UTC().Format(time.RFC3339)
+		e.Hint = "check kafka.tls.cert_file and this machine's clock"
+	default:
+		e.Cause = fmt.Sprintf("the broker rejected the client certificate (issued by %q)", leaf.Issuer.String())
+		e.Hint = "the broker's truststore (ssl.truststore) must hold the CA that signed kafka.tls.cert_file; the broker's log says why"
+	}
+}
+
+// check connects to each bootstrap broker (TCP, TLS, SASL) and asks it
+// for the cluster's brokers. It returns nil when one answers, and
+// otherwise every broker's classified error. The Transport (writer, admin
+// requests) reports a failed connection as "[8] Broker Not Available";
+// check finds the cause.
+func (c *clients) check(ctx context.Context) error {
+	var errs []error
+	for _, b := range c.brokers {
+		conn, err := c.dialer.DialContext(ctx, "tcp", b)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			errs = append(errs, c.classify(b, err, false))
+			continue
+		}
+		// As partitionInfo: a metadata answer takes milliseconds; 30 s
+		// tolerates a loaded broker.
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		_, err = conn.Brokers()
+		conn.Close()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		errs = append(errs, c.classify(b, err, true))
+	}
+	return joinErrors("connect", errs)
+}
+
+// explain returns the cause of err, an error of a Transport request
+// (op names it), when the bootstrap brokers cannot be reached (check),
+// and err wrapped otherwise. It also drops the Transport's connection
+// pools: kafka-go's Transport keeps answering "Broker Not Available"
+// from a pool whose connection failed (for many seconds after the broker
+// accepts connections again, e.g. once a rotated password file is
+// right), and the next request should connect afresh.
+func (c *clients) explain(ctx context.Context, op string, err error) error {
+	c.transport.CloseIdleConnections()
+	if ctx.Err() == nil {
+		if cerr := c.check(ctx); cerr != nil && ctx.Err() == nil {
+			return cerr
+		}
+	}
+	return fmt.Errorf("%w: %s: %v", ErrKafka, op, err)
 }
 
 // partitionInfo returns the partitions of each topic, from a metadata
 // request sent to a broker (kafka-go's Transport answers metadata from a
 // cache that does not see topics other clients created). A missing topic
-// is an error.
+// is an error that names it (ErrTopicMissing).
 func (c *clients) partitionInfo(ctx context.Context, topics ...string) (map[string][]kafka.Partition, error) {
-	var lastErr error
+	var errs []error
 	for _, b := range c.brokers {
 		conn, err := c.dialer.DialContext(ctx, "tcp", b)
 		if err != nil {
-			lastErr = err
+			errs = append(errs, c.classify(b, err, false))
 			continue
 		}
 		if dl, ok := ctx.Deadline(); ok {
@@ -154,9 +483,17 @@ func (c *clients) partitionInfo(ctx context.Context, topics ...string) (map[stri
 			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 		}
 		ps, err := conn.ReadPartitions(topics...)
+		if errors.Is(err, kafka.UnknownTopicOrPartition) {
+			// One request for several topics fails as a whole: ask for
+			// each to name the missing ones.
+			err = missingTopics(conn, topics)
+		}
 		conn.Close()
+		if errors.Is(err, ErrTopicMissing) {
+			return nil, err
+		}
 		if err != nil {
-			lastErr = err
+			errs = append(errs, c.classify(b, err, true))
 			continue
 		}
 		out := make(map[string][]kafka.Partition, len(topics))
@@ -168,13 +505,50 @@ func (c *clients) partitionInfo(ctx context.Context, topics ...string) (map[stri
 		}
 		for _, t := range topics {
 			if len(out[t]) == 0 {
-				return nil, fmt.Errorf("%w: topic %s has no partitions (does it exist?)", ErrKafka, t)
+				return nil, fmt.Errorf("%w: %q has no partitions", ErrTopicMissing, t)
 			}
 			slices.SortFunc(out[t], func(a, b kafka.Partition) int { return a.ID - b.ID })
 		}
 		return out, nil
 	}
-	return nil, fmt.Errorf("%w: metadata: %v", ErrKafka, lastErr)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, joinErrors("metadata", errs)
+}
+
+// joinErrors joins the errors of several brokers: as they are when each
+// is a *BrokerError (their text names the broker and the cause), wrapped
+// in ErrKafka and op otherwise.
+func joinErrors(op string, errs []error) error {
+	for _, err := range errs {
+		var be *BrokerError
+		if !errors.As(err, &be) {
+			return fmt.Errorf("%w: %s: %w", ErrKafka, op, errors.Join(errs...))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// missingTopics returns an ErrTopicMissing error naming the topics of
+// topics that the broker on conn does not know, or the error of the
+// request.
+func missingTopics(conn *kafka.Conn, topics []string) error {
+	var missing []string
+	for _, t := range topics {
+		_, err := conn.ReadPartitions(t)
+		switch {
+		case errors.Is(err, kafka.UnknownTopicOrPartition):
+			missing = append(missing, strconv.Quote(t))
+		case err != nil:
+			return err
+		}
+	}
+	if len(missing) == 0 {
+		return kafka.UnknownTopicOrPartition
+	}
+	return fmt.Errorf("%w: %s (create it, or set kafka.create_topics for the output and dead-letter topics)",
+		ErrTopicMissing, strings.Join(missing, ", "))
 }
 
 // partitions returns the partition ids of each topic, sorted.
@@ -205,7 +579,7 @@ func (c *clients) createTopics(ctx context.Context, partitions int, configs map[
 	}
 	res, err := c.client.CreateTopics(ctx, req)
 	if err != nil {
-		return fmt.Errorf("%w: create topics: %v", ErrKafka, err)
+		return c.explain(ctx, "create topics", err)
 	}
 	for t, e := range res.Errors {
 		if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
@@ -423,7 +797,7 @@ func (c *clients) timestampTypes(ctx context.Context, topics ...string) (map[str
 	}
 	res, err := c.client.DescribeConfigs(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("%w: describe configs: %v", ErrKafka, err)
+		return nil, c.explain(ctx, "describe configs", err)
 	}
 	out := map[string]string{}
 	for _, r := range res.Resources {

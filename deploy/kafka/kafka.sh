@@ -6,6 +6,7 @@
 #   deploy/kafka/kafka.sh stop     stop the broker started by this script (SIGTERM, then SIGKILL)
 #   deploy/kafka/kafka.sh status   say whether it runs; exit 0 if it answers, 1 if not
 #   deploy/kafka/kafka.sh reset    stop and delete the broker's data (topics, offsets)
+#   deploy/kafka/kafka.sh fetch    only fetch the jars into deploy/kafka/lib (used by secure.sh)
 #
 # The jars come from Maven Central (pom.xml beside this script) and are cached
 # in deploy/kafka/lib; data lives in deploy/kafka/data, the pid file and the
@@ -237,5 +238,6 @@ case "${1:-}" in
   stop) stop ;;
   status) status ;;
   reset) stop; rm -rf "$data"; say "data deleted" ;;
-  *) echo "usage: $0 start|stop|status|reset" >&2; exit 2 ;;
+  fetch) fetch_jars ;;
+  *) echo "usage: $0 start|stop|status|reset|fetch" >&2; exit 2 ;;
 esac
