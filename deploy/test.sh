@@ -6,20 +6,37 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The broker is stopped again on exit when this script started it; one that
-# was already running is left running, and so is this one with
-# DPSTREAM_KEEP_BROKER=1 (quicker re-runs).
+stop_brokers() {
+  if [ "${DPSTREAM_KEEP_BROKER:-0}" = 1 ]; then return; fi
+  if [ "${started_secure:-0}" = 1 ]; then deploy/kafka/secure.sh stop || true; fi
+  if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh stop || true; fi
+}
+trap stop_brokers EXIT
+
+# The brokers are stopped again on exit when this script started them (see
+# stop_brokers above); one that was already running is left running, and so
+# are both with DPSTREAM_KEEP_BROKER=1 (quicker re-runs).
 if [ -x deploy/kafka/kafka.sh ]; then
   if deploy/kafka/kafka.sh status >/dev/null 2>&1; then
     started_broker=0
   else
     started_broker=1
   fi
-  if [ "$started_broker" = 1 ] && [ "${DPSTREAM_KEEP_BROKER:-0}" != 1 ]; then
-    trap 'deploy/kafka/kafka.sh stop || true' EXIT
-  fi
   deploy/kafka/kafka.sh start
   export DPSTREAM_TEST_BROKERS="${DPSTREAM_TEST_BROKERS:-127.0.0.1:9092}"
+fi
+
+# The TLS/SASL test broker (deploy/kafka/secure.sh): a second broker on
+# 127.0.0.1:9192-9197, fresh certificates and users at every start, for the
+# operator's TestKafkaSecurity and TestKafkaMissingTopic (~9 s to start).
+if [ -x deploy/kafka/secure.sh ]; then
+  if deploy/kafka/secure.sh status >/dev/null 2>&1; then
+    started_secure=0
+  else
+    started_secure=1
+  fi
+  secure_json="$(deploy/kafka/secure.sh start)"
+  export DPSTREAM_TEST_SECURE_BROKER="$secure_json"
 fi
 
 # The Python consumer example (examples/python) is tested against the broker

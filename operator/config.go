@@ -7,11 +7,13 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/windows"
 )
 
 // Config is the operator's whole configuration. Load fills it from a YAML
@@ -185,6 +187,23 @@ type WindowsConfig struct {
 	// raised. With units, open groups are bounded by bounds.max_units ×
 	// bounds.max_groups instead.
 	MaxOpenGroups int `mapstructure:"max_open_groups"`
+	// Running adds to every count and sum release the group's running
+	// total since the horizon started (series "running"): the sum of its
+	// released values of the horizon's windows, post-processing with no
+	// budget of its own (see operator/running.go). Totals restart with
+	// every horizon (privacy.horizon); with a per-window budget they run
+	// from the first window released with running on.
+	Running bool `mapstructure:"running"`
+	// Quantiles are the ranks in [0, 1] the quantiles aggregate releases,
+	// strictly increasing (default DefaultQuantiles: 0.5, 0.9, 0.99). All
+	// come from one noised quantile tree per group and window.
+	Quantiles []float64 `mapstructure:"quantiles"`
+	// QuantileBranching and QuantileDepth shape the quantile tree over
+	// [schema.lower, schema.upper]: branching^depth leaves of equal width
+	// (0: the defaults 16 and 4 of Google's tree-based quantiles, 65536
+	// leaves). Deeper trees resolve finer but add noise on more levels.
+	QuantileBranching int `mapstructure:"quantile_branching"`
+	QuantileDepth     int `mapstructure:"quantile_depth"`
 }
 
 // startMillis returns windows.start in Unix ms, and false when unset or
@@ -309,9 +328,42 @@ const (
 	AggHistogram = "histogram"
 	AggSum       = "sum"
 	AggMean      = "mean"
+	// AggUnits is the number of distinct privacy units per group.
+	AggUnits = "units"
+	// AggVariance is the variance (and standard deviation) of the clamped
+	// values per group.
+	AggVariance = "variance"
+	// AggQuantiles are the quantiles windows.quantiles of the clamped
+	// values per group, from a noised quantile tree.
+	AggQuantiles = "quantiles"
 )
 
-var knownAggregates = []string{AggCount, AggHistogram, AggSum, AggMean}
+var knownAggregates = []string{AggCount, AggHistogram, AggSum, AggMean, AggUnits, AggVariance, AggQuantiles}
+
+// DefaultQuantiles are the ranks released by the quantiles aggregate when
+// windows.quantiles is empty: the median and the usual tail latencies.
+var DefaultQuantiles = []float64{0.5, 0.9, 0.99}
+
+// quantileRanks returns windows.quantiles, or DefaultQuantiles.
+func (w WindowsConfig) quantileRanks() []float64 {
+	if len(w.Quantiles) == 0 {
+		return DefaultQuantiles
+	}
+	return w.Quantiles
+}
+
+// quantileTree returns the tree's branching factor and depth, the defaults
+// (windows.DefaultTreeBranching and DefaultTreeDepth) for zero values.
+func (w WindowsConfig) quantileTree() (branching, depth int) {
+	branching, depth = w.QuantileBranching, w.QuantileDepth
+	if branching == 0 {
+		branching = windows.DefaultTreeBranching
+	}
+	if depth == 0 {
+		depth = windows.DefaultTreeDepth
+	}
+	return branching, depth
+}
 
 // Default returns the default configuration. It is not valid by itself:
 // topics and the key must be set.
@@ -376,6 +428,7 @@ func (c Config) Problems() []string {
 	c.Bounds.check(&p, c.Schema)
 	c.Privacy.check(&p, c.Windows, c.Schema)
 	c.Observability.check(&p)
+	checkRunning(&p, c)
 	if c.Kafka.ScaleOut {
 		if c.Windows.Start == "" {
 			p.addf("kafka.scale_out: needs windows.start (every instance must agree on the first window without looking at the data)")
@@ -405,9 +458,7 @@ func (k KafkaConfig) check(p *problems) {
 		p.addf("kafka.brokers: at least one broker address is required")
 	}
 	for _, b := range k.Brokers {
-		if _, _, err := net.SplitHostPort(strings.TrimSpace(b)); err != nil {
-			p.addf("kafka.brokers: %q is not host:port", b)
-		}
+		checkListen(p, "kafka.brokers", b, "127.0.0.1:9092")
 	}
 	if len(k.InputTopics) == 0 {
 		p.addf("kafka.input_topics: at least one input topic is required")
@@ -538,21 +589,34 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		}
 	}
 	if len(w.Aggregates) == 0 {
-		p.addf("windows.aggregates: at least one of count, histogram, sum, mean is required")
+		p.addf("windows.aggregates: at least one of %s is required", strings.Join(knownAggregates, ", "))
 	}
 	seen := map[string]bool{}
 	for _, a := range w.Aggregates {
 		switch {
 		case !slices.Contains(knownAggregates, a):
-			p.addf("windows.aggregates: %q is not count, histogram, sum or mean", a)
+			p.addf("windows.aggregates: %q is not an aggregate; use one of %s", a, strings.Join(knownAggregates, ", "))
 		case seen[a]:
 			p.addf("windows.aggregates: %q is listed twice", a)
 		case a == AggHistogram && s.Histogram == nil:
 			p.addf("windows.aggregates: histogram needs schema.histogram.field")
-		case (a == AggSum || a == AggMean) && s.ValueField == "":
+		case (a == AggSum || a == AggMean || a == AggVariance || a == AggQuantiles) && s.ValueField == "":
 			p.addf("windows.aggregates: %s needs schema.value_field", a)
 		}
 		seen[a] = true
+	}
+	for i, q := range w.Quantiles {
+		if !(q >= 0 && q <= 1) || i > 0 && !(q > w.Quantiles[i-1]) {
+			p.addf("windows.quantiles: must be ranks in [0, 1], strictly increasing, e.g. [0.5, 0.9, 0.99]")
+			break
+		}
+	}
+	if b, d := w.quantileTree(); seen[AggQuantiles] || w.QuantileBranching != 0 || w.QuantileDepth != 0 {
+		tc := windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}
+		if b < 2 || b > windows.MaxTreeBranching || d < 1 || d > windows.MaxTreeDepth || tc.TreeLeaves() == 0 {
+			p.addf("windows.quantile_branching, windows.quantile_depth: need branching in [2, %d], depth in [1, %d] and at most %d leaves (branching^depth), got %d and %d",
+				windows.MaxTreeBranching, windows.MaxTreeDepth, windows.MaxTreeLeaves, b, d)
+		}
 	}
 	switch {
 	case w.MaxSkew < 0:
@@ -628,7 +692,7 @@ func (c PrivacyConfig) check(p *problems, w WindowsConfig, s schema.Config) {
 	checkMechanism(p, "privacy.mechanism", c.Mechanism)
 	for agg, m := range sortedMap(c.Mechanisms) {
 		if !slices.Contains(knownAggregates, agg) {
-			p.addf("privacy.mechanisms: %q is not an aggregate (count, histogram, sum, mean)", agg)
+			p.addf("privacy.mechanisms: %q is not an aggregate (%s)", agg, strings.Join(knownAggregates, ", "))
 		}
 		checkMechanism(p, "privacy.mechanisms."+agg, m)
 	}
@@ -643,7 +707,8 @@ func (c PrivacyConfig) check(p *problems, w WindowsConfig, s schema.Config) {
 	}
 	for i, g := range c.PublicGroups {
 		if len(s.GroupBy) > 0 && len(g) != len(s.GroupBy) {
-			p.addf("privacy.public_groups[%d]: has %d values, schema.group_by has %d fields", i, len(g), len(s.GroupBy))
+			p.addf("privacy.public_groups[%d]: has %d values (%s), schema.group_by has %d fields; one list per group, e.g. [[north], [south]] in YAML, or north;south in the environment and --set (';' between groups)",
+				i, len(g), strings.Join(g, ", "), len(s.GroupBy))
 		}
 	}
 	if len(s.GroupBy) > 0 && len(c.PublicGroups) == 0 {
@@ -670,9 +735,7 @@ func budget(p *problems, ekey, dkey string, eps, delta float64) {
 
 func (o ObservabilityConfig) check(p *problems) {
 	if o.Listen != "" {
-		if _, _, err := net.SplitHostPort(o.Listen); err != nil {
-			p.addf("observability.listen: %q is not host:port", o.Listen)
-		}
+		checkListen(p, "observability.listen", o.Listen, "127.0.0.1:9464, or :9464 for every interface")
 	}
 	switch strings.ToLower(o.LogLevel) {
 	case "debug", "info", "warn", "error":
@@ -705,6 +768,10 @@ func sortedMap(m map[string]string) func(func(string, string) bool) {
 // accountings are the values of privacy.accounting.
 var accountings = []string{string(privacy.Tightest), string(privacy.AccountPLD), string(privacy.AccountBasic), string(privacy.AccountAdvanced)}
 
+// OperatorMechanisms lists, for messages and shell completion, the
+// mechanism names the operator runs (see ReleaseMechanism).
+const OperatorMechanisms = "laplace, gaussian, logistic, subbotin:R (R ≥ 1), discrete-laplace, discrete-gaussian, or auto"
+
 // Auto is the mechanism name that asks for an automatic choice.
 const Auto = "auto"
 
@@ -715,7 +782,7 @@ func checkMechanism(p *problems, key, name string) {
 		return
 	}
 	if _, err := privacy.Parse(name); err != nil {
-		p.addf("%s: %q is not a known mechanism (or auto)", key, name)
+		p.addf("%s: %q is not a known mechanism; use one of %s", key, name, OperatorMechanisms)
 		return
 	}
 	if _, err := ReleaseMechanism(name, true); err != nil {
@@ -775,4 +842,84 @@ func (c PrivacyConfig) MechanismFor(aggregate string) string {
 		return m
 	}
 	return c.Mechanism
+}
+
+// FileProblems checks the files the configuration names — the secret key
+// file, the TLS files and the SASL password file — and says for each
+// problem which it is: missing, not a regular file, unreadable (with the
+// reason), or, for secrets, a mode that lets group or others read it. It
+// also checks that the key is available (privacy.key_env or the file). For
+// --check-config: Run needs the same files, and fails on the first.
+func (c Config) FileProblems() []string {
+	var p problems
+	if f := c.Privacy.KeyFile; f != "" {
+		checkFile(&p, "privacy.key_file", f, true)
+	}
+	t := c.Kafka.TLS
+	for _, f := range []struct {
+		key, path string
+		secret    bool
+	}{{"kafka.tls.ca_file", t.CAFile, false}, {"kafka.tls.cert_file", t.CertFile, false}, {"kafka.tls.key_file", t.KeyFile, true},
+		{"kafka.sasl.password_file", c.Kafka.SASL.PasswordFile, true}} {
+		if f.path != "" {
+			checkFile(&p, f.key, f.path, f.secret)
+		}
+	}
+	if c.Privacy.KeyFile == "" && c.Privacy.KeyEnv != "" && os.Getenv(c.Privacy.KeyEnv) == "" {
+		p.addf("privacy.key_env: the environment variable %s is not set (export %s=$(openssl rand -hex 32), or set privacy.key_file)", c.Privacy.KeyEnv, c.Privacy.KeyEnv)
+	}
+	return p
+}
+
+// checkFile reports why the file at path cannot serve as key: missing,
+// not a regular file, unreadable, or (secret) readable by group or others.
+func checkFile(p *problems, key, path string, secret bool) {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p.addf("%s: %q is missing (no such file)", key, path)
+		return
+	case errors.Is(err, os.ErrPermission):
+		p.addf("%s: %q cannot be reached: permission denied on a directory of its path", key, path)
+		return
+	case err != nil:
+		p.addf("%s: %q cannot be checked: %v", key, path, errors.Unwrap(err))
+		return
+	case !st.Mode().IsRegular():
+		p.addf("%s: %q is not a regular file", key, path)
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		reason := "permission denied"
+		if !errors.Is(err, os.ErrPermission) {
+			reason = errors.Unwrap(err).Error()
+		}
+		p.addf("%s: %q exists but is unreadable by this user (%s; mode %04o)", key, path, reason, st.Mode().Perm())
+		return
+	}
+	f.Close()
+	// privacy's rule: no bits for group or others, or the layout of a
+	// Kubernetes Secret file seen by a non-root container with an fsGroup.
+	if perm := st.Mode().Perm(); secret && !privacy.KeyFileModeOK(st) {
+		p.addf("%s: %q has the wrong mode %04o: a secret must not be readable by group or others (chmod 600 %s)", key, path, perm, path)
+	}
+}
+
+// checkListen reports an address that is not host:port with a port in
+// 0–65535 (0: any free port).
+func checkListen(p *problems, key, addr, example string) {
+	host, port, err := net.SplitHostPort(strings.TrimSpace(addr))
+	if err != nil {
+		p.addf("%s: %q is not host:port (e.g. %s)", key, addr, example)
+		return
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		p.addf("%s: %q: port %q is not a number in 0–65535", key, addr, port)
+		return
+	}
+	if strings.ContainsAny(host, " /") {
+		p.addf("%s: %q: %q is not a host name or IP address", key, addr, host)
+	}
 }

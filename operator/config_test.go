@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
 )
 
 func validConfig() Config {
@@ -33,7 +34,7 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Fatalf("example config: %v", err)
 	}
-	if c.Windows.Size != time.Minute || c.Schema.Upper != 5 || c.Privacy.Delta != 1e-6 ||
+	if c.Windows.Size != time.Minute || c.Schema.Upper != 0.5 || c.Privacy.Delta != 1e-6 || len(c.Privacy.PublicGroups) != 4 ||
 		!slices.Equal(c.Schema.Histogram.Categories, []string{"day", "night", "weekend"}) ||
 		c.Privacy.MechanismFor(AggSum) != "laplace" {
 		t.Fatalf("example config decoded wrongly: %+v", c)
@@ -218,4 +219,21 @@ func TestWindowsStart(t *testing.T) {
 	c = validConfig()
 	c.Windows.Start = "May 1st"
 	checkOneProblem(t, "invalid start", c.Problems(), `windows.start: "May 1st" is not an RFC 3339 time`)
+}
+
+// TestExampleConfigHasEveryKey: deploy/dpstream.example.yaml sets every
+// config key (so that a user finds each one, with its unit, in one place),
+// including privacy.public_groups; a key added to Config must be added to
+// the example too.
+func TestExampleConfigHasEveryKey(t *testing.T) {
+	v := viper.New()
+	v.SetConfigFile(filepath.Join("..", "deploy", "dpstream.example.yaml"))
+	if err := v.ReadInConfig(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range ConfigKeys() {
+		if !v.InConfig(k) {
+			t.Errorf("the example config lacks %s", k)
+		}
+	}
 }

@@ -51,6 +51,17 @@ type releaseShape struct {
 	ErrorMeasure   string            `json:"error_measure"`
 	PublicGroups   [][]string        `json:"public_groups"`
 	Confidence     float64           `json:"confidence"`
+	Running        bool              `json:"running,omitempty"` // omitted when off: digests without it are unchanged
+	// Quantiles holds the ranks and the tree shape, only with the quantiles
+	// aggregate (omitted otherwise: digests without it are unchanged).
+	Quantiles *quantileShape `json:"quantiles,omitempty"`
+}
+
+// quantileShape is what shapes a quantiles release besides the bounds.
+type quantileShape struct {
+	Ranks     []float64 `json:"ranks"`
+	Branching int       `json:"branching"`
+	Depth     int       `json:"depth"`
 }
 
 // ReleaseDigest returns the hex SHA-256 digest of everything in c that
@@ -87,6 +98,11 @@ func ReleaseDigest(c Config) (string, error) {
 		ErrorMeasure:   c.Privacy.ErrorMeasure,
 		PublicGroups:   c.Privacy.PublicGroups,
 		Confidence:     c.Privacy.Confidence,
+	}
+	s.Running = c.Windows.Running
+	if slices.Contains(c.Windows.Aggregates, AggQuantiles) {
+		b, d := c.Windows.quantileTree()
+		s.Quantiles = &quantileShape{Ranks: c.Windows.quantileRanks(), Branching: b, Depth: d}
 	}
 	// encoding/json writes struct fields in declaration order and map keys
 	// sorted, so the encoding is canonical for a given releaseShape.

@@ -1,7 +1,12 @@
 package operator
 
 import (
+	"fmt"
+	"log/slog"
+	"math"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +64,14 @@ type metrics struct {
 	// s holds the sensitive metrics; nil unless
 	// observability.sensitive_metrics is on.
 	s *sensitiveMetrics
+
+	// For the progress line and the run-time warnings (operational:
+	// functions of what was published). The publisher (or, with
+	// scale-out, stage 2) adds while the consuming loop reads: atomics.
+	pubWindows, pubReleases atomic.Int64
+	lastEnd                 atomic.Int64 // end of the last published window (Unix ms)
+	progressAt              time.Time    // the consuming loop's only
+	warn                    runWarnings  // the publisher's only
 }
 
 // sensitiveMetrics are the metrics that count input data exactly.
@@ -76,6 +89,7 @@ type sensitiveMetrics struct {
 	// resolved once (hot path).
 	skipByReason [schema.NumReasons]prometheus.Counter
 	inByTopic    map[string]prometheus.Counter
+	n            int64 // input messages since the last progress line
 }
 
 // sensitiveHelp ends the help text of every sensitive metric.
@@ -100,9 +114,9 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 		noiseScale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "noise_scale",
 			Help: "Noise scale of the last window, per aggregate, series and mechanism."}, []string{"aggregate", "series", "mechanism"}),
 		spentEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_spent_epsilon",
-			Help: "ε spent in the current horizon through the last published window, from the tight accountant at budget_spent_delta (the per-window ε without a horizon)."}),
+			Help: "ε spent in the current horizon through the last published window, from the tight accountant at budget_spent_delta (the per-window ε without a horizon). Every published window counts, whether its groups were released or withheld; the same as the releases' spent_epsilon."}),
 		spentDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_spent_delta",
-			Help: "δ spent in the current horizon through the last published window (the per-window δ without a horizon)."}),
+			Help: "δ spent in the current horizon through the last published window (the per-window δ without a horizon). Every published window counts, whether its groups were released or withheld."}),
 		windowEps: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_window_epsilon",
 			Help: "The ε of one window's release (at budget_window_delta)."}),
 		windowDelta: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "budget_window_delta",
@@ -145,6 +159,9 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 		}
 		cs = append(cs, s.eventsIn, s.decoded, s.skipped, s.late, s.deadLettered, s.windowsOpen, s.groupsWithheld, s.lag, s.commits)
 		for r := range schema.NumReasons {
+			if schema.Reason(r) == schema.ReasonNone {
+				continue // not a skip: no reason="none" series
+			}
 			s.skipByReason[r] = s.skipped.WithLabelValues(schema.Reason(r).String())
 		}
 		m.s = s
@@ -171,6 +188,7 @@ func (m *metrics) eventIn(topic string) {
 }
 
 func (s *sensitiveMetrics) eventIn(topic string) {
+	s.n++
 	c, ok := s.inByTopic[topic]
 	if !ok {
 		c = s.eventsIn.WithLabelValues(topic)
@@ -194,7 +212,7 @@ func (m *metrics) skip(r schema.Reason) {
 }
 
 func (s *sensitiveMetrics) skip(r schema.Reason) {
-	if int(r) < len(s.skipByReason) {
+	if int(r) < len(s.skipByReason) && s.skipByReason[r] != nil {
 		s.skipByReason[r].Inc()
 		return
 	}
@@ -280,6 +298,8 @@ func (m *metrics) windowsClosedBatch(ws []windows.Window) (groupCapped int) {
 // private selection withheld.
 func (m *metrics) windowPublished(releases, dup, withheld int, lat time.Duration) {
 	m.windowsPub.Inc()
+	m.pubWindows.Add(1)
+	m.pubReleases.Add(int64(releases))
 	m.releasesPub.Add(float64(releases))
 	m.releasesDup.Add(float64(dup))
 	m.publishLatency.Observe(lat.Seconds())
@@ -310,11 +330,152 @@ func (o *Operator) observeClosed(ws []windows.Window) {
 }
 
 // observePublished counts and logs one published window w: releases
-// written, releases already published, groups withheld by private group
-// selection (counted and logged only with sensitive metrics on) and the
-// latency from its close.
-func (o *Operator) observePublished(w *windows.Window, releases, dup, withheld int, lat time.Duration) {
-	o.m.windowPublished(releases, dup, withheld, lat)
-	o.log.Info("window published", o.m.logArgs([]any{"start", tsString(w.Start), "releases", releases,
-		"already_published", dup, "latency", lat}, "groups_withheld", withheld)...)
+// written (out), releases already published, groups withheld by private
+// group selection (counted and logged only with sensitive metrics on), the
+// latency from its close, and the budget spent in the horizon through w
+// (spent, from the ledger: every published window counts, whether its
+// groups were released or withheld, as in the releases' spent_epsilon).
+// It then logs the run-time warnings (warnReleases).
+func (o *Operator) observePublished(w *windows.Window, out []outMsg, dup, withheld int, lat time.Duration, spent schema.Budget) {
+	o.m.windowPublished(len(out), dup, withheld, lat)
+	o.m.spentEps.Set(spent.Epsilon)
+	o.m.spentDelta.Set(spent.Delta)
+	o.m.lastEnd.Store(w.End)
+	o.log.Info("window published", o.m.logArgs([]any{"start", tsString(w.Start), "releases", len(out),
+		"already_published", dup, "latency_ms", lat.Milliseconds()}, "groups_withheld", withheld)...)
+	o.warnReleases(w, out, dup)
+}
+
+// Run-time warnings. Each is a function of what the window published —
+// how many releases it wrote and the intervals they carry — which the
+// output topic shows anyway: never of withheld groups or input counts
+// (whether a window had a group that selection withheld is not public: a
+// lone unit's group is exactly what selection hides).
+const (
+	// emptyWindowsWarn is how many consecutive published windows without
+	// a release (under private group selection) trigger a warning: a few,
+	// so that one quiet window does not.
+	emptyWindowsWarn = 3
+	// warnEvery is how often a warning whose cause persists is repeated.
+	warnEvery = time.Hour
+)
+
+// runWarnings is the state of the run-time warnings.
+type runWarnings struct {
+	empty int                  // consecutive published windows that released nothing
+	last  map[string]time.Time // when each cause was last logged
+}
+
+// warnOnce logs a warning for cause the first time, then at most once per
+// warnEvery (by the operator's clock).
+func (o *Operator) warnOnce(cause, msg string, args ...any) {
+	rw := &o.m.warn
+	if rw.last == nil {
+		rw.last = map[string]time.Time{}
+	}
+	now := o.now()
+	if t, ok := rw.last[cause]; ok && now.Sub(t) < warnEvery {
+		return
+	}
+	rw.last[cause] = now
+	o.log.Warn(msg, args...)
+}
+
+// seriesRanges gives, per "aggregate.series", the range every value of the
+// series lies in whatever the data (an interval covering it says nothing).
+// An aggregate with a bounded released value adds its entry here.
+var seriesRanges = map[string]func(p *plan) (lo, hi float64){
+	AggMean + "." + schema.SeriesMean: func(p *plan) (float64, float64) { return p.lower, p.upper },
+}
+
+// warnReleases warns when windows keep releasing nothing under private
+// group selection, and when a released value's interval covers its whole
+// possible range, each naming the settings to change.
+func (o *Operator) warnReleases(w *windows.Window, out []outMsg, dup int) {
+	p := o.plan
+	if p.sel != nil {
+		if len(out)+dup == 0 {
+			o.m.warn.empty++
+		} else {
+			o.m.warn.empty = 0
+		}
+		if o.m.warn.empty >= emptyWindowsWarn {
+			units95 := p.unitsForRelease(0.95)
+			o.warnOnce("no_releases", "windows keep releasing no group: private group selection releases a group only if its units + noise reach the threshold, "+
+				"or no events arrived; list the groups in privacy.public_groups, or raise the units per group and window (a longer windows.size, a larger privacy.epsilon); see `dpstream plan --units-per-group N`",
+				"windows_without_release", o.m.warn.empty, "threshold", p.sel.threshold, "units_for_95pct", units95,
+				"setting", "privacy.public_groups")
+		}
+	}
+	for i := range out {
+		r := &out[i].rel
+		for _, sr := range r.Series {
+			rng, ok := seriesRanges[r.Aggregate+"."+sr.Name]
+			if !ok {
+				continue
+			}
+			lo, hi := rng(p)
+			for j := range sr.Lo {
+				if sr.Lo[j] <= lo && sr.Hi[j] >= hi {
+					o.warnOnce("whole_range:"+r.Aggregate+"."+sr.Name,
+						"a released confidence interval covers the whole possible range: the value says nothing; "+
+							"more values per group and window (a longer windows.size), a larger privacy.epsilon, fewer windows.aggregates or a smaller bounds.max_values narrow it; see `dpstream plan`",
+						"aggregate", r.Aggregate, "series", sr.Name, "range", fmt.Sprintf("[%g, %g]", lo, hi),
+						"setting", "windows.size")
+					break
+				}
+			}
+		}
+	}
+}
+
+// progressEvery is how often the progress line is logged.
+const progressEvery = time.Minute
+
+// progress logs, at most every progressEvery, what was published since the
+// last line: windows and releases (operational: the output topic shows
+// them) and how far publication has got; with sensitive metrics on also
+// events per second, the consumer lag and the windows holding events
+// (exact input counts, off by default like their metrics).
+func (o *Operator) progress(c *core) {
+	m := o.m
+	now := o.now()
+	if m.progressAt.IsZero() {
+		m.progressAt = now
+		return
+	}
+	el := now.Sub(m.progressAt)
+	if el < progressEvery {
+		return
+	}
+	args := []any{"windows_published", m.pubWindows.Swap(0), "releases_published", m.pubReleases.Swap(0)}
+	if end := m.lastEnd.Load(); end != 0 {
+		args = append(args, "published_through", tsString(end))
+	} else {
+		args = append(args, "published_through", "nothing yet (a window is published after its end + windows.allowed_lateness)")
+	}
+	var counts []any
+	if m.s != nil {
+		var lag int64
+		c.lags(func(_ tp, l int64) { lag += l })
+		counts = []any{"events_per_second", math.Round(float64(m.s.n)/el.Seconds()*10) / 10, "lag", lag, "open_windows", c.openWindows()}
+		m.s.n = 0
+	}
+	o.log.Info("progress", m.logArgs(args, counts...)...)
+	m.progressAt = now
+}
+
+// readableDurations is the loggers' ReplaceAttr: a time.Duration is logged
+// as a string such as "250ms" or "1m0s", not as raw nanoseconds, and a
+// list of strings as "a,b" (the text format would print Go syntax).
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	switch a.Value.Kind() {
+	case slog.KindDuration:
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	case slog.KindAny:
+		if l, ok := a.Value.Any().([]string); ok {
+			a.Value = slog.StringValue(strings.Join(l, ","))
+		}
+	}
+	return a
 }

@@ -94,7 +94,8 @@ func runObserved(t *testing.T, c Config, msgs []kafka.Message) observed {
 				for _, m := range out {
 					published[m.key] = w.End
 				}
-				op.observePublished(w, len(out), dup, wh, now.Sub(now))
+				spent, _ := op.plan.spent(w.Start)
+				op.observePublished(w, out, dup, wh, now.Sub(now), spent)
 				co.final(w.Start)
 				res.withheld += wh
 				res.releases += len(out)

@@ -153,7 +153,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 func NewLogger(c ObservabilityConfig, w *os.File) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.LogLevel))
-	ho := &slog.HandlerOptions{Level: lvl}
+	ho := &slog.HandlerOptions{Level: lvl, ReplaceAttr: readableDurations}
 	if c.LogFormat == "text" {
 		return slog.New(slog.NewTextHandler(w, ho))
 	}
@@ -219,7 +219,8 @@ func (o *Operator) Run(ctx context.Context) error {
 	defer cl.close()
 	k := o.cfg.Kafka
 	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
-		"group_id", k.GroupID, "note", o.plan.note)
+		"group_id", k.GroupID)
+	o.logSizing() // the plan summary, one line per series (sizing.go)
 	for _, ch := range o.plan.choices {
 		o.log.Info("mechanism chosen automatically", "choice", ch)
 	}
@@ -349,6 +350,7 @@ func (o *Operator) Run(ctx context.Context) error {
 				break
 			}
 			o.m.brokerErrors.WithLabelValues("join").Inc()
+			o.health.brokerError("join", err)
 			o.log.Warn("joining the consumer group failed; retrying", "err", err)
 			if !sleep(ctx, k.RetryBackoff) {
 				break
@@ -440,12 +442,12 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 				return err
 			}
 		}
-		if err := writeState(stateRecord{ClosedThrough: in.Through, Origin: rec.origin, Digest: in.Digest, Ledger: in.Ledger}); err != nil {
+		if err := writeState(stateRecord{ClosedThrough: in.Through, Origin: rec.origin, Digest: in.Digest, Ledger: in.Ledger, Running: in.Running}); err != nil {
 			return err
 		}
 		o.log.Info("completed an unfinished publication", "through", tsString(in.Through),
 			"written", len(todo), "already_published", len(rec.intent)-len(todo))
-		rec.closedThrough, rec.digest, rec.ledger = in.Through, in.Digest, in.Ledger
+		rec.closedThrough, rec.digest, rec.ledger, rec.running = in.Through, in.Digest, in.Ledger, in.Running
 		rec.intent, rec.intentRec = nil, nil
 		for key, end := range rec.published {
 			if end <= rec.closedThrough {
@@ -518,7 +520,7 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 	rec.ledger = l
 	if rec.origin == 0 {
 		rec.origin = from
-		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: from, Digest: o.plan.digest, Ledger: rec.ledger}); err != nil {
+		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: from, Digest: o.plan.digest, Ledger: rec.ledger, Running: rec.running}); err != nil {
 			return err
 		}
 	}
@@ -780,6 +782,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			// the windows that closes are published at the next tick.
 			c.applyCaughtUp()
 			o.m.tick(c)
+			o.progress(c) // the periodic progress line (metrics.go)
 			if o.now().Sub(lastCommit) >= k.CommitInterval {
 				flushAndCommit(gctx)
 				lastCommit = o.now()
@@ -903,11 +906,20 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	var all []done
 	var msgs []kafka.Message
 	l := st.rec.ledger
+	run := st.rec.running // running totals (windows.running), nil when off
+	if !o.cfg.Windows.Running {
+		run = nil
+	}
 	for i := range ws {
 		w := &ws[i]
 		out, dup, wh, err := o.plan.releaseWindowAt(w, o.key, k.namespace(), o.instance, st.rec.published, l)
 		if err != nil {
 			return err
+		}
+		if o.cfg.Windows.Running {
+			if out, run, err = o.plan.addRunning(out, run, w); err != nil {
+				return err
+			}
 		}
 		l = o.plan.advance(l, w.Start, w.End)
 		for _, r := range out {
@@ -916,12 +928,12 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		all = append(all, done{w, out, dup, wh, l.Spent})
 	}
 	closedThrough := ws[len(ws)-1].End
-	final := stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l}
+	final := stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l, Running: run}
 	if len(msgs) > 0 {
-		before := stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger}
+		before := stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger, Running: st.rec.running}
 		err := o.retry(ctx, "intent", func(c context.Context) error {
 			im, err := intentMessages(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, before,
-				intentRecord{Through: closedThrough, Ledger: l, Digest: o.plan.digest}, msgs)
+				intentRecord{Through: closedThrough, Ledger: l, Digest: o.plan.digest, Running: run}, msgs)
 			if err != nil {
 				return err
 			}
@@ -970,6 +982,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		return errCrash
 	}
 	st.rec.ledger = l
+	st.rec.running = run
 	st.rec.closedThrough = closedThrough
 	for key, end := range st.rec.published {
 		if end <= closedThrough {
@@ -978,11 +991,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	}
 	lat := o.now().Sub(closedAt)
 	for _, d := range all {
-		o.observePublished(d.w, len(d.out), d.dup, d.wh, lat)
-		if len(d.out) > 0 {
-			o.m.spentEps.Set(d.spent.Epsilon)
-			o.m.spentDelta.Set(d.spent.Delta)
-		}
+		o.observePublished(d.w, d.out, d.dup, d.wh, lat, d.spent) // metrics, log, run-time warnings (metrics.go)
 		if o.hook != nil {
 			rels := make([]schema.Release, len(d.out))
 			for i, r := range d.out {
@@ -1180,6 +1189,7 @@ func (o *Operator) retry(ctx context.Context, op string, fn func(context.Context
 	for {
 		err := fn(ctx)
 		if err == nil {
+			o.health.brokerError(op, nil)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -1188,6 +1198,7 @@ func (o *Operator) retry(ctx context.Context, op string, fn func(context.Context
 		if errors.Is(err, ErrConfig) || errors.Is(err, ErrState) || errors.Is(err, schema.ErrInvalidRelease) {
 			return err
 		}
+		o.health.brokerError(op, err) // /readyz shows the cause
 		o.m.brokerErrors.WithLabelValues(op).Inc()
 		o.log.Warn("broker operation failed; retrying", "op", op, "err", err, "backoff", backoff)
 		if !sleep(ctx, backoff) {

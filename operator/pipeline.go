@@ -50,9 +50,16 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 			w.Sum = true
 		case AggMean:
 			w.Mean = true
+		case AggUnits:
+			w.Units = true
+		case AggVariance:
+			w.Variance = true
+		case AggQuantiles:
+			w.Quantiles = true
+			w.TreeBranching, w.TreeDepth = c.Windows.quantileTree()
 		}
 	}
-	if w.Sum || w.Mean {
+	if w.Sum || w.Mean || w.Variance || w.Quantiles {
 		w.Lower, w.Upper = c.Schema.Lower, c.Schema.Upper
 	}
 	return w
@@ -231,6 +238,13 @@ func (p *plan) series(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema
 			return nil, err
 		}
 		return []schema.Series{sum, cnt, p.mean(sum, cnt)}, nil
+	case schema.KindUnits:
+		sr, err := p.noised(&ap.noises[0], []float64{float64(g.Units)}, s, nil)
+		return []schema.Series{sr}, err
+	case schema.KindVariance:
+		return p.varianceSeries(ap, g, s)
+	case schema.KindQuantiles:
+		return p.quantileSeries(ap, g, s)
 	}
 	return nil, fmt.Errorf("operator: unknown aggregate kind %q", ap.kind)
 }

@@ -177,6 +177,12 @@ type aggPlan struct {
 	name   string
 	kind   schema.Kind
 	noises []vectorNoise // one per noised series, in schema order
+	// Quantiles: the ranks, their labels, the tree and the half-width H of
+	// every noised prefix count at the plan's level (privacy.QuantileTree).
+	ranks  []float64
+	labels []string
+	tree   privacy.QuantileTree
+	rankH  float64
 }
 
 // selection is DP group selection by thresholding the noisy number of
@@ -238,6 +244,15 @@ func specsOf(c Config, sens windows.Sensitivities, public bool) (specs []partSpe
 		case AggMean:
 			specs = append(specs, partSpec{a, schema.SeriesSum, m, false, sens.MeanSum},
 				partSpec{a, schema.SeriesCount, m, true, sens.Values})
+		case AggUnits:
+			specs = append(specs, partSpec{a, schema.SeriesUnits, m, true, sens.Units})
+		case AggVariance:
+			specs = append(specs, partSpec{a, schema.SeriesCount, m, true, sens.Values},
+				partSpec{a, schema.SeriesSum, m, false, sens.MeanSum},
+				partSpec{a, schema.SeriesSumSq, m, false, sens.SumSq})
+		case AggQuantiles:
+			// Every node below the root of every group's tree: one vector.
+			specs = append(specs, partSpec{a, treeSeries, m, true, sens.Tree})
 		}
 	}
 	needSel = len(c.Schema.GroupBy) > 0 && !public
@@ -246,6 +261,10 @@ func specsOf(c Config, sens windows.Sensitivities, public bool) (specs []partSpe
 	}
 	return specs, needSel
 }
+
+// treeSeries names the quantile tree's noised nodes in notes and logs (the
+// nodes themselves are not published; the quantiles derived from them are).
+const treeSeries = "tree"
 
 // newPlan calibrates everything at start; an infeasible budget is an error
 // here, not at the first window, and names the smallest feasible change.
@@ -294,7 +313,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		MaxGroups: int64(c.Bounds.MaxGroups), MaxBuckets: int64(c.Bounds.MaxBuckets),
 		MaxPerBucket: int64(c.Bounds.MaxPerBucket), MaxValues: int64(c.Bounds.MaxValues),
 	}
-	if wcfg.Sum || wcfg.Mean {
+	if wcfg.Sum || wcfg.Mean || wcfg.Variance || wcfg.Quantiles {
 		p.bounds.Lower, p.bounds.Upper = c.Schema.Lower, c.Schema.Upper
 		p.lower, p.upper = c.Schema.Lower, c.Schema.Upper
 		p.mid = c.Schema.Lower/2 + c.Schema.Upper/2
@@ -357,6 +376,11 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", ErrConfig, n.part, err)
 			}
+			if s.agg == AggQuantiles && !isDiscrete(m) {
+				// The tree's intervals need the tail of sums of its noise
+				// (privacy.QuantileTree.RankBound): exact integer noise only.
+				return nil, fmt.Errorf("%w: %s: quantiles need laplace, gaussian or auto (exact integer noise on the tree), not %s", ErrConfig, n.part, s.configured)
+			}
 			n.mech = m
 		}
 		switch {
@@ -399,10 +423,14 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		if n.kind == realSnapped || n.kind == realLattice {
 			n.lim = math.Ldexp(n.step, snapBits)
 		}
-		// The mean's interval combines two intervals: give each β/2.
+		// The mean's interval combines two intervals: give each β/2; the
+		// variance's three, each β/3.
 		n.beta = beta
-		if specs[i].agg == AggMean {
+		switch specs[i].agg {
+		case AggMean:
 			n.beta = beta / 2
+		case AggVariance:
+			n.beta = beta / 3
 		}
 		var h float64
 		if n.kind == realLattice {
@@ -464,10 +492,21 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 			ap.kind = schema.KindSum
 		case AggMean:
 			ap.kind = schema.KindMean
+		case AggUnits:
+			ap.kind = schema.KindUnits
+		case AggVariance:
+			ap.kind = schema.KindVariance
+		case AggQuantiles:
+			ap.kind = schema.KindQuantiles
 		}
 		for k < len(noises) && specs[k].agg == a {
 			ap.noises = append(ap.noises, noises[k])
 			k++
+		}
+		if a == AggQuantiles {
+			if err := ap.planQuantiles(c, beta); err != nil {
+				return nil, err
+			}
 		}
 		p.aggs = append(p.aggs, ap)
 	}
@@ -478,6 +517,8 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		p.window = schema.Budget{Epsilon: total.Epsilon, Delta: total.Delta}
 	}
 	p.note = p.describe(c, plans[0].Accounting, parts, ideal, pw, shift, noises)
+	p.note += p.quantileNote()
+	p.note += runningNote(c)
 	return p, nil
 }
 
@@ -587,7 +628,7 @@ func calibrateNoises(acct privacy.Accounting, parts privacy.Budget, nw int, nois
 // (whose scales are linear in the shift) meet on equal terms. It returns
 // the mechanism and the sentence for the start log.
 func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure privacy.ErrorMeasure, acct privacy.Accounting) (privacy.Mechanism, string, error) {
-	cands := autoCandidates(parts.Delta, s.integer, s.agg == "selection")
+	cands := autoCandidates(parts.Delta, s.integer, s.agg == "selection" || s.agg == AggQuantiles)
 	linf := s.sens.Linf
 	if !s.integer {
 		linf = privacy.LatticeSensitivity(s.sens.Linf, privacy.SnapStep(s.sens.Linf))
@@ -655,8 +696,8 @@ func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure priva
 // autoCandidates are the mechanisms "auto" compares for one part, as they
 // run on its values (see ReleaseMechanism), without repeats: heavy-tailed
 // noise never (no residual bound), float noise only with δ > 0 (its
-// residual needs δ). Group selection uses only the exact integer
-// mechanisms.
+// residual needs δ). Group selection and the quantile tree (sel) use only
+// the exact integer mechanisms.
 func autoCandidates(delta float64, integer, sel bool) []string {
 	if sel {
 		if delta > 0 {
@@ -1013,4 +1054,27 @@ func ceil3(x float64) string {
 		v += p
 	}
 	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// planQuantiles completes the plan of the quantiles aggregate: its ranks
+// and labels, the tree, and the half-width H of its noised prefix counts
+// at level 1 − β (privacy.QuantileTree.RankBound), which gives every
+// quantile's interval and rank error.
+func (ap *aggPlan) planQuantiles(c Config, beta float64) error {
+	if len(ap.noises) != 1 {
+		return fmt.Errorf("operator: quantiles: %d noised parts, want 1", len(ap.noises))
+	}
+	b, d := c.Windows.quantileTree()
+	ap.tree = privacy.QuantileTree{Branching: b, Depth: d, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
+	ap.ranks = slices.Clone(c.Windows.quantileRanks())
+	for _, r := range ap.ranks {
+		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))
+	}
+	n := &ap.noises[0]
+	h, err := ap.tree.RankBound(n.mech, n.scale, beta)
+	if err != nil {
+		return fmt.Errorf("%w: quantiles: %w", ErrConfig, err)
+	}
+	ap.rankH = h
+	return nil
 }

@@ -51,6 +51,9 @@ var ErrState = errors.New("operator: state")
 //     ClosedThrough.
 //   - Ledger: the budget spent in the current horizon (see ledgerRecord),
 //     so that a configuration change cannot overspend it.
+//   - Running: the running totals of the horizon through ClosedThrough
+//     (windows.running, see running.go), so that a replayed window carries
+//     the same running values.
 //   - Pending: a publication intent. Before the releases of a batch of
 //     closed windows are written, the encoded release messages themselves
 //     are written to the state topic (in chunks, see intentKey) and Pending
@@ -67,6 +70,7 @@ type stateRecord struct {
 	Origin        int64            `json:"origin,omitempty"`
 	Digest        string           `json:"digest,omitempty"`
 	Ledger        *ledgerRecord    `json:"ledger,omitempty"`
+	Running       *runningRecord   `json:"running,omitempty"`
 	Pending       *intentRecord    `json:"pending,omitempty"`
 }
 
@@ -80,6 +84,8 @@ type intentRecord struct {
 	SHA256   string        `json:"sha256"` // of the concatenated chunks
 	Ledger   *ledgerRecord `json:"ledger,omitempty"`
 	Digest   string        `json:"digest"`
+	// Running is the running totals after Through (windows.running).
+	Running *runningRecord `json:"running,omitempty"`
 }
 
 // intentChunkBytes is the largest intent chunk: half of Kafka's default
@@ -101,6 +107,8 @@ type recovered struct {
 	origin int64 // 0: none recorded
 	digest string
 	ledger *ledgerRecord
+	// running holds the running totals through closedThrough (nil: none).
+	running *runningRecord
 	// intent holds the messages of an unfinished publication (nil: none),
 	// with its record.
 	intent    []kafka.Message
@@ -135,6 +143,7 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 		rec.origin = last.Origin
 		rec.digest = last.Digest
 		rec.ledger = last.Ledger
+		rec.running = last.Running
 		rec.outputOffsets = last.OutputOffsets
 		for p, o := range last.OutputOffsets {
 			pi, err := strconv.Atoi(p)

@@ -23,6 +23,14 @@ const (
 	KindCount     Kind = "count"     // series "count", one value
 	KindSum       Kind = "sum"       // series "sum", one value
 	KindMean      Kind = "mean"      // series "sum", "count" and "mean", one value each
+	// KindUnits: series "units", one value (distinct privacy units).
+	KindUnits Kind = "units"
+	// KindVariance: series "count", "sum" (centred), "sum_sq" (centred
+	// squares), "variance" and "stddev", one value each.
+	KindVariance Kind = "variance"
+	// KindQuantiles: series "quantiles" and "rank_error", one value per
+	// requested rank, labelled by the rank (e.g. "0.5").
+	KindQuantiles Kind = "quantiles"
 )
 
 // Series names.
@@ -31,6 +39,32 @@ const (
 	SeriesCount  = "count"  // noised count
 	SeriesSum    = "sum"    // noised (clamped, for means: centred) sum
 	SeriesMean   = "mean"   // mean derived from the noised sum and count
+	// SeriesUnits is the noised number of distinct units.
+	SeriesUnits = "units"
+	// SeriesSumSq is the noised sum of squared centred values (variance).
+	SeriesSumSq = "sum_sq"
+	// SeriesVariance and SeriesStddev are derived from a variance
+	// release's count, sum and sum_sq.
+	SeriesVariance = "variance"
+	SeriesStddev   = "stddev"
+	// SeriesQuantiles are the quantiles derived from a noised quantile
+	// tree (the tree itself is not published); its mechanism, scale and
+	// sensitivity are the tree nodes'.
+	SeriesQuantiles = "quantiles"
+	// SeriesRankError bounds, per quantile, how far the true rank (in
+	// values) of any value in the quantile's interval can be from rank·N
+	// when the interval holds (derived).
+	SeriesRankError = "rank_error"
+)
+
+// derivedSeries are the series computed from other series or from noise
+// that is not published (post-processing, scale 0 unless stated), whose
+// mechanism is DerivedMechanism; floatSeries must be float-valued;
+// labelledKinds carry one labelled value per bucket or rank.
+var (
+	derivedSeries = map[string]bool{SeriesMean: true, SeriesVariance: true, SeriesStddev: true, SeriesRankError: true}
+	floatSeries   = map[string]bool{SeriesMean: true, SeriesVariance: true, SeriesStddev: true, SeriesQuantiles: true, SeriesRankError: true}
+	labelledKinds = map[Kind]bool{KindHistogram: true, KindQuantiles: true}
 )
 
 // DerivedMechanism is the mechanism name of a series computed from other
@@ -126,6 +160,7 @@ type Series struct {
 	Floats      []float64   // noised values, real noise
 	Level       float64     // confidence level 1−β of the intervals
 	Lo, Hi      []float64   // confidence interval of each value
+	Windows     int64       // SeriesRunning only: the windows summed (encoded only then)
 }
 
 // Len returns the number of values in s.
@@ -241,6 +276,9 @@ var seriesOf = map[Kind][]string{
 	KindCount:     {SeriesCount},
 	KindSum:       {SeriesSum},
 	KindMean:      {SeriesSum, SeriesCount, SeriesMean},
+	KindUnits:     {SeriesUnits},
+	KindVariance:  {SeriesCount, SeriesSum, SeriesSumSq, SeriesVariance, SeriesStddev},
+	KindQuantiles: {SeriesQuantiles, SeriesRankError},
 }
 
 // Validate checks that r can be published: every problem at once
@@ -282,8 +320,9 @@ func (r *Release) Validate() error {
 		names[g.Name] = true
 	}
 	want, ok := seriesOf[r.Kind]
+	want = withRunning(r, want)
 	if !ok {
-		bad("kind %q is not one of histogram, count, sum, mean", r.Kind)
+		bad("kind %q is not one of histogram, count, sum, mean, units, variance, quantiles", r.Kind)
 	} else if len(r.Series) != len(want) {
 		bad("a %s release has series %v, got %d series", r.Kind, want, len(r.Series))
 	}
@@ -293,8 +332,8 @@ func (r *Release) Validate() error {
 			bad("series %d of a %s release is %q, want %q", i, r.Kind, s.Name, want[i])
 		}
 		text("series mechanism", s.Mechanism, true)
-		if (s.Mechanism == DerivedMechanism) != (s.Name == SeriesMean) {
-			bad("series %q: only the mean series is %q", s.Name, DerivedMechanism)
+		if (s.Mechanism == DerivedMechanism) != derivedSeries[s.Name] {
+			bad("series %q: only the mean, variance, stddev and rank_error series are %q", s.Name, DerivedMechanism)
 		}
 		if !(s.Scale >= 0) || !finite(s.Scale) {
 			bad("series %q: scale must be finite and ≥ 0", s.Name)
@@ -310,11 +349,11 @@ func (r *Release) Validate() error {
 			bad("series %q: set exactly one of Ints and Floats", s.Name)
 		case n == 0:
 			bad("series %q has no values", s.Name)
-		case r.Kind == KindHistogram && len(s.Labels) != n:
+		case labelledKinds[r.Kind] && len(s.Labels) != n:
 			bad("series %q: %d labels for %d values", s.Name, len(s.Labels), n)
-		case r.Kind != KindHistogram && (n != 1 || len(s.Labels) != 0):
+		case !labelledKinds[r.Kind] && (n != 1 || len(s.Labels) != 0):
 			bad("series %q: a %s release has one unlabelled value", s.Name, r.Kind)
-		case s.Name == SeriesMean && s.Ints != nil:
+		case floatSeries[s.Name] && s.Ints != nil:
 			bad("series %q must be float-valued", s.Name)
 		}
 		for j, l := range s.Labels {
@@ -340,6 +379,7 @@ func (r *Release) Validate() error {
 			}
 		}
 	}
+	r.validateRunning(bad)
 	budget("budget", r.Budget)
 	budget("spent budget", r.Spent)
 	h := r.Horizon
@@ -467,7 +507,11 @@ func AppendRelease(dst []byte, r *Release) ([]byte, error) {
 }
 
 func appendSeries(b []byte, s *Series) []byte {
-	b = mpAppendMapLen(b, 10)
+	n := 10
+	if s.Windows != 0 {
+		n++ // kWindows
+	}
+	b = mpAppendMapLen(b, n)
 	b = mpAppendStr(mpAppendStr(b, kName), s.Name)
 	b = mpAppendStr(mpAppendStr(b, kMechanism), s.Mechanism)
 	b = mpAppendFloat(mpAppendStr(b, kScale), s.Scale)
@@ -494,7 +538,8 @@ func appendSeries(b []byte, s *Series) []byte {
 	}
 	b = mpAppendFloat(mpAppendStr(b, kCILevel), s.Level)
 	b = appendFloats(mpAppendStr(b, kCILo), s.Lo)
-	return appendFloats(mpAppendStr(b, kCIHi), s.Hi)
+	b = appendFloats(mpAppendStr(b, kCIHi), s.Hi)
+	return appendSeriesWindows(b, s)
 }
 
 func appendFloats(b []byte, fs []float64) []byte {

@@ -372,6 +372,8 @@ func (d *relDecoder) series() Series {
 			s.Lo = d.floats(kCILo)
 		case kCIHi:
 			s.Hi = d.floats(kCIHi)
+		case kWindows:
+			s.Windows = d.int()
 		default:
 			return false
 		}

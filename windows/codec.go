@@ -24,14 +24,18 @@ const codecVersion = 1
 //	drops       map: groups, buckets, per_bucket, values, count, clamped,
 //	            unit_cap, group_cap → int
 //	sensitivity map: histogram, count, sum, mean_sum, values, units →
-//	            [L0, L1, L2, Linf] (float64); replace_one → bool
+//	            [L0, L1, L2, Linf] (float64); replace_one → bool; then
+//	            sum_sq and tree (same form) only when non-zero
 //	groups      array of maps, sorted by k:
 //	            k string, u int (units), h [int] or nil (histogram),
 //	            c int (count), n int (values), s [float64] and cs [float64]
-//	            (the exact-sum partials of Sum and CentredSum)
+//	            (the exact-sum partials of Sum and CentredSum); then, only
+//	            with Variance, q [float64] (CentredSqSum's partials), and
+//	            only with Quantiles, l [int] (leaf, count pairs by leaf)
 //
-// Sum and CentredSum are not stored: they are recomputed, correctly
-// rounded, from the partials.
+// Sum, CentredSum and CentredSqSum are not stored: they are recomputed,
+// correctly rounded, from the partials. The optional keys keep the
+// encoding of a window without the newer aggregates unchanged.
 func (w *Window) MarshalBinary() ([]byte, error) {
 	var buf bytes.Buffer
 	e := msgpack.NewEncoder(&buf)
@@ -73,7 +77,7 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 		str("clamped"), num(w.Drops.Clamped),
 		str("unit_cap"), num(w.Drops.UnitCap),
 		str("group_cap"), num(w.Drops.GroupCap),
-		str("sensitivity"), mapLen(7),
+		str("sensitivity"), mapLen(7+btoi(w.Sensitivity.SumSq != Sensitivity{})+btoi(w.Sensitivity.Tree != Sensitivity{})),
 		str("histogram"))
 	s := &w.Sensitivity
 	sens(s.Histogram)
@@ -88,10 +92,19 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 	put(str("units"))
 	sens(s.Units)
 	put(str("replace_one"), boolean(s.ReplaceOne))
+	if s.SumSq != (Sensitivity{}) {
+		put(str("sum_sq"))
+		sens(s.SumSq)
+	}
+	if s.Tree != (Sensitivity{}) {
+		put(str("tree"))
+		sens(s.Tree)
+	}
+	variance, quantiles := s.SumSq != (Sensitivity{}), s.Tree != (Sensitivity{})
 	put(str("groups"), arrLen(len(w.Groups)))
 	for i := range w.Groups {
 		g := &w.Groups[i]
-		put(mapLen(7), str("k"), str(g.Key), str("u"), num(g.Units), str("h"))
+		put(mapLen(7+btoi(variance)+btoi(quantiles)), str("k"), str(g.Key), str("u"), num(g.Units), str("h"))
 		if g.Histogram == nil {
 			put(e.EncodeNil)
 		} else {
@@ -104,6 +117,16 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 		floats(g.sum.p)
 		put(str("cs"))
 		floats(g.csum.p)
+		if variance {
+			put(str("q"))
+			floats(g.csq.p)
+		}
+		if quantiles {
+			put(str("l"), arrLen(2*len(g.Leaves)))
+			for _, l := range g.Leaves {
+				put(num(int64(l.Leaf)), num(l.Count))
+			}
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("windows: encoding window: %w", err)
@@ -271,6 +294,7 @@ func (d *decoder) sensitivity(out *Sensitivities) error {
 	fields := map[string]*Sensitivity{
 		"histogram": &out.Histogram, "count": &out.Count, "sum": &out.Sum,
 		"mean_sum": &out.MeanSum, "values": &out.Values, "units": &out.Units,
+		"sum_sq": &out.SumSq, "tree": &out.Tree,
 	}
 	for range n {
 		key, err := d.dec.DecodeString()
@@ -329,7 +353,9 @@ func (d *decoder) groups() ([]Group, error) {
 				g.Values, err = d.count("n")
 			case "h":
 				g.Histogram, err = d.histogram()
-			case "s", "cs":
+			case "l":
+				g.Leaves, err = d.leaves()
+			case "s", "cs", "q":
 				var xs []float64
 				if xs, err = d.floats(key, false); err == nil {
 					for k := 1; k < len(xs) && err == nil; k++ {
@@ -337,10 +363,13 @@ func (d *decoder) groups() ([]Group, error) {
 							err = fmt.Errorf("partials not in increasing magnitude")
 						}
 					}
-					if key == "s" {
+					switch key {
+					case "s":
 						g.sum = exactSum{p: xs}
-					} else {
+					case "cs":
 						g.csum = exactSum{p: xs}
+					default:
+						g.csq = exactSum{p: xs}
 					}
 				}
 			default:
@@ -362,7 +391,7 @@ func (d *decoder) groups() ([]Group, error) {
 			}
 			nb = len(g.Histogram)
 		}
-		if s, c := g.sum.value(), g.csum.value(); !finite(s) || !finite(c) {
+		if s, c, q := g.sum.value(), g.csum.value(), g.csq.value(); !finite(s) || !finite(c) || !finite(q) {
 			return nil, fmt.Errorf("group %d: sum overflows", i)
 		}
 		g.finish()
@@ -384,4 +413,39 @@ func (d *decoder) histogram() ([]int64, error) {
 		}
 	}
 	return h, nil
+}
+
+// leaves reads a group's quantile tree leaves: (leaf, count) pairs, leaves
+// strictly increasing, counts ≥ 1.
+func (d *decoder) leaves() ([]LeafCount, error) {
+	n, err := d.arrayLen()
+	if err != nil || n <= 0 {
+		return nil, err
+	}
+	if n%2 != 0 || n/2 > MaxTreeLeaves {
+		return nil, fmt.Errorf("%d leaf words", n)
+	}
+	out := make([]LeafCount, n/2)
+	for i := range out {
+		l, err := d.count("leaf")
+		if err != nil {
+			return nil, err
+		}
+		c, err := d.count("leaf count")
+		if err != nil {
+			return nil, err
+		}
+		if l >= MaxTreeLeaves || c < 1 || i > 0 && uint32(l) <= out[i-1].Leaf {
+			return nil, fmt.Errorf("leaves out of range, empty, unsorted or repeated")
+		}
+		out[i] = LeafCount{uint32(l), c}
+	}
+	return out, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -41,6 +41,18 @@ const (
 	// which float64 holds every integer). With at most 2^63 values per
 	// window a sum stays below 2^116, far from float64 overflow (≈ 2^1024).
 	MaxAbsValue = 1 << 53
+	// MaxTreeBranching, MaxTreeDepth and MaxTreeLeaves bound the quantile
+	// tree: leaf indices fit in 32 bits, and the operator noises every node
+	// of every group's tree (at most MaxTreeLeaves·B/(B−1) ≤ 2^21 nodes).
+	MaxTreeBranching = 1 << 10
+	MaxTreeDepth     = 20
+	MaxTreeLeaves    = 1 << 20
+	// DefaultTreeBranching and DefaultTreeDepth are the defaults of
+	// Google's tree-based quantiles (differential-privacy library,
+	// go/dpagg/quantiles.go: DefaultTreeHeight 4, DefaultBranchingFactor
+	// 16): 16^4 = 65536 leaves, a resolution of (Upper − Lower)/65536.
+	DefaultTreeBranching = 16
+	DefaultTreeDepth     = 4
 	// maxDuration is the largest Size, Offset or AllowedLateness (2^40 ms,
 	// about 35 years). Event times are limited to ±2^61 ms, so window
 	// arithmetic never overflows int64.
@@ -81,6 +93,25 @@ type Config struct {
 	// Mean enables the per-group centred sum Σ(v − mid) and value count
 	// from which the operator forms a noisy mean; mid = (Lower+Upper)/2.
 	Mean bool
+	// Units enables the per-group number of distinct units as an aggregate
+	// of its own (Group.Units is always computed; with this flag it is
+	// released). It needs only MaxGroups.
+	Units bool
+	// Variance enables the per-group centred sum of squares Σ(v − mid)²
+	// (Group.CentredSqSum) besides the centred sum and the value count,
+	// from which the operator forms a noisy variance (see Sensitivities).
+	Variance bool
+	// Quantiles enables the per-group leaf histogram of a quantile tree
+	// over [Lower, Upper] (Group.Leaves): TreeBranching^TreeDepth leaves of
+	// equal width, each kept value counted in the leaf holding it. The
+	// operator noises every node of the tree and derives any quantile from
+	// it (see QuantileTree).
+	Quantiles bool
+	// TreeBranching and TreeDepth shape the quantile tree (needed with
+	// Quantiles): every internal node has TreeBranching children and the
+	// leaves are TreeDepth levels below the root. DefaultTreeBranching and
+	// DefaultTreeDepth are Google's defaults.
+	TreeBranching, TreeDepth int
 
 	// MaxGroups is the number of group keys one unit may touch per window.
 	MaxGroups int
@@ -167,8 +198,19 @@ func (c Config) Validate() error {
 	default:
 		wholeMs("allowed lateness", c.AllowedLateness)
 	}
-	if !c.Histogram && !c.Count && !c.Sum && !c.Mean {
-		bad("at least one aggregate (histogram, count, sum, mean) is required")
+	if !c.Histogram && !c.Count && !c.Sum && !c.Mean && !c.Units && !c.Variance && !c.Quantiles {
+		bad("at least one aggregate (histogram, count, sum, mean, units, variance, quantiles) is required")
+	}
+	if c.Quantiles {
+		if c.TreeBranching < 2 || c.TreeBranching > MaxTreeBranching {
+			bad("quantiles need tree branching in [2, %d], got %d", MaxTreeBranching, c.TreeBranching)
+		}
+		if c.TreeDepth < 1 || c.TreeDepth > MaxTreeDepth {
+			bad("quantiles need tree depth in [1, %d], got %d", MaxTreeDepth, c.TreeDepth)
+		}
+		if c.TreeBranching >= 2 && c.TreeDepth >= 1 && treeLeavesOver(c.TreeBranching, c.TreeDepth) {
+			bad("quantile tree of branching %d and depth %d has more than %d leaves", c.TreeBranching, c.TreeDepth, MaxTreeLeaves)
+		}
 	}
 	if c.Histogram {
 		if c.NumBuckets < 1 || c.NumBuckets > MaxNumBuckets {
@@ -184,10 +226,10 @@ func (c Config) Validate() error {
 	if c.MaxGroups < 1 || c.MaxGroups > MaxBound {
 		bad("max groups must be in [1, %d], got %d", MaxBound, c.MaxGroups)
 	}
-	if (c.Count || c.Sum || c.Mean) && (c.MaxValues < 1 || c.MaxValues > MaxBound) {
-		bad("count, sum and mean need max values in [1, %d], got %d", MaxBound, c.MaxValues)
+	if (c.Count || c.Sum || c.Mean || c.Variance || c.Quantiles) && (c.MaxValues < 1 || c.MaxValues > MaxBound) {
+		bad("count, sum, mean, variance and quantiles need max values in [1, %d], got %d", MaxBound, c.MaxValues)
 	}
-	if c.Sum || c.Mean {
+	if c.valued() {
 		okL := !math.IsNaN(c.Lower) && math.Abs(c.Lower) <= MaxAbsValue
 		okU := !math.IsNaN(c.Upper) && math.Abs(c.Upper) <= MaxAbsValue
 		if !okL {
@@ -220,6 +262,22 @@ func (c Config) Validate() error {
 		wholeMs("max skew", c.MaxSkew)
 	}
 	return errors.Join(errs...)
+}
+
+// valued reports whether an aggregate needs the events' values (clamped
+// to [Lower, Upper]).
+func (c *Config) valued() bool { return c.Sum || c.Mean || c.Variance || c.Quantiles }
+
+// treeLeavesOver reports whether branching^depth exceeds MaxTreeLeaves.
+func treeLeavesOver(branching, depth int) bool {
+	n := 1
+	for range depth {
+		n *= branching
+		if n > MaxTreeLeaves {
+			return true
+		}
+	}
+	return false
 }
 
 // ms converts a validated duration to milliseconds.

@@ -119,6 +119,8 @@ type egroup struct {
 	events, values, clamp int64 // events (each its own unit), values, clamped values
 	cells                 []ecell
 	sum, csum             exactSum // canonical (see exactSum.canon)
+	csq                   exactSum // canonical; with Variance
+	leaves                []LeafCount
 }
 
 // ecell is a non-empty histogram cell of an event-level group.
@@ -161,6 +163,13 @@ func fingerprint(c *Config, k0, k1 uint64) [16]byte {
 		uint64(c.MaxUnits), uint64(c.MaxOpenGroups), uint64(c.MaxOpenWindows), uint64(c.MaxSkew),
 	} {
 		h.word(x)
+	}
+	// The aggregates of issue 11, only when one is on: configurations
+	// without them keep their fingerprints.
+	if c.Units || c.Variance || c.Quantiles || c.TreeBranching != 0 || c.TreeDepth != 0 {
+		for _, x := range [...]uint64{b(c.Units), b(c.Variance), b(c.Quantiles), uint64(c.TreeBranching), uint64(c.TreeDepth)} {
+			h.word(x)
+		}
 	}
 	lo, hi := h.sum128()
 	var fp [16]byte
@@ -401,7 +410,7 @@ func (w *openWindow) partialGroups(p *Partial) {
 	p.groups = make([]egroup, len(gids))
 	for i, gid := range gids {
 		a := &w.acc[gid]
-		g := egroup{events: a.units, values: a.values, clamp: a.clamp, sum: a.sum.clone(), csum: a.csum.clone()}
+		g := egroup{events: a.units, values: a.values, clamp: a.clamp, sum: a.sum.clone(), csum: a.csum.clone(), csq: a.csq.clone(), leaves: leafCounts(a.leaves)}
 		for b, n := range a.hist {
 			if n != 0 {
 				g.cells = append(g.cells, ecell{uint32(b), n})
@@ -409,6 +418,7 @@ func (w *openWindow) partialGroups(p *Partial) {
 		}
 		g.sum.canon()
 		g.csum.canon()
+		g.csq.canon()
 		p.keys[i], p.groups[i] = w.gkeys[gid], g
 	}
 }
@@ -567,8 +577,12 @@ func (t *Tumbling) checkPartial(p *Partial) error {
 				return errors.New("histogram cell out of range")
 			case !t.valued && g.values != 0:
 				return errors.New("values without sum or mean")
-			case (!cfg.Sum && len(g.sum.p) > 0) || (!cfg.Mean && len(g.csum.p) > 0):
+			case (!cfg.Sum && len(g.sum.p) > 0) || (!cfg.Mean && !cfg.Variance && len(g.csum.p) > 0) || (!cfg.Variance && len(g.csq.p) > 0):
 				return errors.New("sum of a disabled aggregate")
+			case len(g.leaves) > 0 && (t.leaves == 0 || int(g.leaves[len(g.leaves)-1].Leaf) >= t.leaves):
+				return errors.New("quantile leaf out of range")
+			case t.leaves > 0 && leafTotal(g.leaves) != g.values:
+				return errors.New("quantile leaves do not count the values")
 			}
 		}
 		return nil
@@ -943,11 +957,14 @@ func (t *Tumbling) combineGroups(out *Partial, parts []Partial) error {
 			}
 			g.sum.merge(&o.sum)
 			g.csum.merge(&o.csum)
+			g.csq.merge(&o.csq)
+			g.leaves = mergeLeaves(g.leaves, o.leaves)
 		}
 	}
 	for i := range gs {
 		gs[i].sum.canon()
 		gs[i].csum.canon()
+		gs[i].csq.canon()
 	}
 	if c := t.cfg.MaxOpenGroups; c > 0 && len(keys) > c {
 		gh := t.groupHasher(out.Start, keys)
@@ -1028,7 +1045,13 @@ func (t *Tumbling) finishPartial(p *Partial) Window {
 					a.hist[c.bucket] = c.count
 				}
 			}
-			a.sum, a.csum = g.sum.clone(), g.csum.clone()
+			a.sum, a.csum, a.csq = g.sum.clone(), g.csum.clone(), g.csq.clone()
+			if len(g.leaves) > 0 {
+				a.leaves = make(map[uint32]int64, len(g.leaves))
+				for _, l := range g.leaves {
+					a.leaves[l.Leaf] = l.Count
+				}
+			}
 		}
 	} else {
 		w := p.words
@@ -1041,4 +1064,16 @@ func (t *Tumbling) finishPartial(p *Partial) Window {
 	}
 	t.finishGroups(&out, p.keys, acc)
 	return out
+}
+
+// leafTotal returns the sum of the leaf counts (saturating at MaxInt64).
+func leafTotal(ls []LeafCount) int64 {
+	n := int64(0)
+	for _, l := range ls {
+		var ok bool
+		if n, ok = addInt(n, l.Count); !ok {
+			return math.MaxInt64
+		}
+	}
+	return n
 }

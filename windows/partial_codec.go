@@ -29,7 +29,9 @@ const (
 //
 //	magic        "DPSP"
 //	version      1 byte: 1
-//	flags        1 byte: 1 for event-level privacy, else 0
+//	flags        1 byte: bit 0 for event-level privacy; bit 1 (event
+//	             level only) when some group carries the variance or
+//	             quantile fields below
 //	fingerprint  16 bytes (configuration and seed, see Partial)
 //	start, end   varint (Unix ms)
 //	partitions   uvarint n, then n varints, strictly increasing
@@ -57,6 +59,8 @@ const (
 //	cells uvarint n, n × (bucket uvarint strictly increasing, count uvarint ≥ 1),
 //	sum, centred sum: uvarint n, n × float64 8 bytes, each the canonical
 //	  exact-sum expansion (see exactSum.canon)
+//	with flag bit 1: centred sum of squares (as the sums), then leaves
+//	  uvarint n, n × (leaf uvarint strictly increasing, count uvarint ≥ 1)
 //
 // Per-unit counters are at most 2^32 − 1; cells and values per group at
 // most MaxBound. It returns an error if Start ≥ End or Partitions is not
@@ -75,8 +79,17 @@ func (p *Partial) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, size)
 	b = append(b, partialMagic...)
 	flags := byte(0)
+	extra := false
 	if p.eventLevel {
 		flags = 1
+		for i := range p.groups {
+			if len(p.groups[i].csq.p) > 0 || len(p.groups[i].leaves) > 0 {
+				extra = true
+			}
+		}
+		if extra {
+			flags |= 2
+		}
 	}
 	b = append(b, partialVersion, flags)
 	b = append(b, p.fp[:]...)
@@ -109,6 +122,17 @@ func (p *Partial) MarshalBinary() ([]byte, error) {
 				b = binary.AppendUvarint(b, uint64(len(s)))
 				for _, x := range s {
 					b = le.AppendUint64(b, math.Float64bits(x))
+				}
+			}
+			if extra {
+				b = binary.AppendUvarint(b, uint64(len(g.csq.p)))
+				for _, x := range g.csq.p {
+					b = le.AppendUint64(b, math.Float64bits(x))
+				}
+				b = binary.AppendUvarint(b, uint64(len(g.leaves)))
+				for _, l := range g.leaves {
+					b = binary.AppendUvarint(b, uint64(l.Leaf))
+					b = binary.AppendUvarint(b, uint64(l.Count))
 				}
 			}
 		}
@@ -168,8 +192,9 @@ func (p *Partial) UnmarshalBinary(data []byte) error {
 
 // preader reads the partial encoding.
 type preader struct {
-	b   []byte
-	pos int
+	b     []byte
+	pos   int
+	extra bool // flag bit 1: event-level groups carry variance and quantile fields
 }
 
 var errShort = errors.New("truncated")
@@ -255,10 +280,11 @@ func (r *preader) partial() (Partial, error) {
 		return p, fmt.Errorf("version %d, want %d", v, partialVersion)
 	}
 	flags := r.b[r.pos+1]
-	if flags > 1 {
+	if flags > 3 || flags == 2 {
 		return p, fmt.Errorf("unknown flags %#x", flags)
 	}
-	p.eventLevel = flags == 1
+	p.eventLevel = flags&1 == 1
+	r.extra = flags&2 != 0
 	r.pos += 2
 	r.pos += copy(p.fp[:], r.b[r.pos:])
 	var err error
@@ -455,6 +481,7 @@ func (r *preader) groups(p *Partial) error {
 	}
 	p.groups = make([]egroup, len(p.keys))
 	total := int64(0)
+	extra := false
 	for i := range p.groups {
 		g := &p.groups[i]
 		var c [3]uint64
@@ -503,6 +530,58 @@ func (r *preader) groups(p *Partial) error {
 		if g.values == 0 && (len(g.sum.p) > 0 || len(g.csum.p) > 0) {
 			return errors.New("a sum without values")
 		}
+		if r.extra {
+			if err := r.exactSum(&g.csq); err != nil {
+				return err
+			}
+			if err := r.leaves(g); err != nil {
+				return err
+			}
+			if g.values == 0 && len(g.csq.p) > 0 {
+				return errors.New("a sum without values")
+			}
+			if len(g.csq.p) > 0 || len(g.leaves) > 0 {
+				extra = true
+			}
+		}
+	}
+	if r.extra && !extra {
+		return errors.New("variance and quantile fields flagged but empty")
+	}
+	return nil
+}
+
+// leaves reads an event-level group's quantile tree leaves.
+func (r *preader) leaves(g *egroup) error {
+	n, err := r.count(2, "leaves")
+	if err != nil {
+		return err
+	}
+	if n > MaxTreeLeaves {
+		return fmt.Errorf("%d leaves", n)
+	}
+	if n == 0 {
+		return nil
+	}
+	g.leaves = make([]LeafCount, n)
+	total := int64(0)
+	for x := range g.leaves {
+		l, err := r.upTo(MaxTreeLeaves-1, "leaf")
+		if err != nil {
+			return err
+		}
+		c, err := r.upTo(math.MaxInt64, "leaf count")
+		if err != nil {
+			return err
+		}
+		if c < 1 || x > 0 && l <= uint64(g.leaves[x-1].Leaf) {
+			return errors.New("leaves empty, unsorted or repeated")
+		}
+		var ok bool
+		if total, ok = addInt(total, int64(c)); !ok || total > g.values {
+			return errors.New("leaf counts exceed the group's values")
+		}
+		g.leaves[x] = LeafCount{uint32(l), int64(c)}
 	}
 	return nil
 }

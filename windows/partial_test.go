@@ -23,6 +23,20 @@ func partialVariants() map[string]Config {
 		"units, capped":       func(c *Config) { c.MaxUnits = 7 },
 		"event level":         func(c *Config) { c.EventLevel = true },
 		"event level, capped": func(c *Config) { c.EventLevel = true; c.MaxOpenGroups = 3 },
+		// The aggregates of issue 11 (small trees, so that leaves collide).
+		"units, variance, quantiles": func(c *Config) {
+			c.Units, c.Variance, c.Quantiles, c.TreeBranching, c.TreeDepth = true, true, true, 4, 3
+		},
+		"quantiles only, capped": func(c *Config) {
+			*c = Config{Size: c.Size, AllowedLateness: c.AllowedLateness, Quantiles: true, TreeBranching: 3, TreeDepth: 2,
+				MaxGroups: 2, MaxValues: 2, Lower: -5, Upper: 5, MaxUnits: 7}
+		},
+		"units only": func(c *Config) {
+			*c = Config{Size: c.Size, AllowedLateness: c.AllowedLateness, Units: true, MaxGroups: 2}
+		},
+		"event level, variance, quantiles": func(c *Config) {
+			c.EventLevel, c.Variance, c.Quantiles, c.TreeBranching, c.TreeDepth = true, true, true, 16, 4
+		},
 	}
 	out := map[string]Config{}
 	for name, mod := range mods {

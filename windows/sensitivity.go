@@ -25,8 +25,14 @@ type Sensitivities struct {
 	// Values: Group.Values of all groups, the mean's denominator.
 	Values Sensitivity
 	// Units: Group.Units of all groups (distinct contributing units), for
-	// differentially private selection of which groups to release.
+	// differentially private selection of which groups to release and for
+	// the units aggregate.
 	Units Sensitivity
+	// SumSq: Group.CentredSqSum of all groups, Σ(v − mid)² (variance).
+	SumSq Sensitivity
+	// Tree: the nodes below the root of every group's quantile tree
+	// (quantiles; see treeSensitivity).
+	Tree Sensitivity
 	// ReplaceOne is true when the bounds hold for replacing one unit by
 	// another (a MaxUnits cap is set) rather than adding or removing one.
 	ReplaceOne bool
@@ -54,6 +60,10 @@ type Sensitivities struct {
 //	Units      k = G    [0, 1]
 //	Sum        k = G    [min(0, V·Lower), max(0, V·Upper)]
 //	MeanSum    k = G    [−V·h, V·h]
+//	SumSq      k = G    [0, V·h²]
+//
+// and the quantile tree's as documented at treeSensitivity. Values and
+// MeanSum serve the variance as well as the mean.
 //
 // With EventLevel every bound is 1 (one event touches one group, one cell,
 // and has at most one value). The config must be valid.
@@ -73,7 +83,7 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 	if c.Count {
 		s.Count = vectorSensitivity(g, 0, v, replace)
 	}
-	if c.Sum || c.Mean {
+	if c.Sum || c.Mean || c.Variance {
 		s.Values = vectorSensitivity(g, 0, v, replace)
 	}
 	if c.Sum {
@@ -81,9 +91,15 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 		hi := max(0, mulUp(v, c.Upper))
 		s.Sum = vectorSensitivity(g, lo, hi, replace)
 	}
-	if c.Mean {
+	if c.Mean || c.Variance {
 		h := mulUp(v, halfRange(c.Lower, c.Upper))
 		s.MeanSum = vectorSensitivity(g, -h, h, replace)
+	}
+	if c.Variance {
+		s.SumSq = vectorSensitivity(g, 0, mulUp(v, sqHalfRange(c.Lower, c.Upper)), replace)
+	}
+	if c.Quantiles {
+		s.Tree = treeSensitivity(g, v, c.TreeBranching, c.TreeDepth, replace)
 	}
 	s.Units = vectorSensitivity(g, 0, 1, replace)
 	return s, nil

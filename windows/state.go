@@ -89,6 +89,10 @@ const (
 	// accBytes is one event-level group accumulator: the gacc struct
 	// (≈ 120 bytes) and two exact sums of typically one partial each.
 	accBytes = 136
+	// leafBytes is one non-empty quantile leaf of an event-level group
+	// accumulator: a map entry of 12 bytes (uint32 key, int64 count) at the
+	// Swiss table's average load ≈ 0.7 with one control byte per slot.
+	leafBytes = 20
 )
 
 // gacc accumulates one group's output.
@@ -96,6 +100,8 @@ type gacc struct {
 	hist                        []int64
 	units, count, values, clamp int64
 	sum, csum                   exactSum
+	csq                         exactSum         // Σ fl(fl(v − mid)²), with Variance
+	leaves                      map[uint32]int64 // quantile tree leaf counts, with Quantiles
 }
 
 // openWindow is the state of one open window.
@@ -757,8 +763,18 @@ func (t *Tumbling) addClamped(a *gacc, v float64) {
 	if cfg.Sum {
 		a.sum.add(v)
 	}
-	if cfg.Mean {
-		a.csum.add(v - t.mid)
+	if cfg.Mean || cfg.Variance {
+		d := v - t.mid
+		a.csum.add(d)
+		if cfg.Variance {
+			a.csq.add(d * d)
+		}
+	}
+	if t.leaves > 0 {
+		if a.leaves == nil {
+			a.leaves = make(map[uint32]int64)
+		}
+		a.leaves[LeafOf(v, cfg.Lower, cfg.Upper, t.leaves)]++
 	}
 }
 
@@ -891,7 +907,7 @@ func (t *Tumbling) finishGroups(out *Window, keys []string, acc []gacc) {
 			out.Units += a.units
 		}
 		out.Drops.Clamped += a.clamp
-		g := Group{Key: key, Units: a.units, Histogram: a.hist, Values: a.values, sum: a.sum, csum: a.csum}
+		g := Group{Key: key, Units: a.units, Histogram: a.hist, Values: a.values, sum: a.sum, csum: a.csum, csq: a.csq, Leaves: leafCounts(a.leaves)}
 		if cfg.Count {
 			g.Count = a.count
 		}
@@ -917,6 +933,11 @@ func (w *openWindow) memory() (unitBytes, groupBytes int64) {
 		groupBytes += int64(cap(w.acc)) * accBytes
 		if w.t.cfg.Histogram {
 			groupBytes += int64(len(w.gidx)) * int64(w.t.cfg.NumBuckets) * 8
+		}
+		if w.t.leaves > 0 {
+			for i := range w.acc {
+				groupBytes += int64(len(w.acc[i].leaves)) * leafBytes
+			}
 		}
 	}
 	return unitBytes, groupBytes

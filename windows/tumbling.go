@@ -120,8 +120,9 @@ type Tumbling struct {
 	offset int64
 	late   int64
 	skew   int64   // MaxSkew in ms; 0: off
-	valued bool    // Sum or Mean
+	valued bool    // Sum, Mean, Variance or Quantiles
 	mid    float64 // Lower/2 + Upper/2
+	leaves int     // leaves of the quantile tree (Quantiles), else 0
 	sens   Sensitivities
 
 	parts   map[int32]*partition
@@ -170,7 +171,8 @@ func New(cfg Config, seed [32]byte) (*Tumbling, error) {
 		offset:  ms(cfg.Offset),
 		late:    ms(cfg.AllowedLateness),
 		skew:    ms(cfg.MaxSkew),
-		valued:  cfg.Sum || cfg.Mean,
+		valued:  cfg.valued(),
+		leaves:  cfg.TreeLeaves(),
 		sens:    sens,
 		parts:   make(map[int32]*partition),
 		revoked: make(map[int32]struct{}),

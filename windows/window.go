@@ -173,15 +173,26 @@ type Group struct {
 	// Lower/2 + Upper/2: the exact sum rounded once. A mean estimate is
 	// mid + noisy CentredSum / noisy Values.
 	CentredSum float64
+	// CentredSqSum is Σ fl(d²), d = fl(v − mid), over the kept clamped
+	// values (with Variance): the exact sum rounded once, as Sum. A
+	// variance estimate is (noisy CentredSqSum − noisy CentredSum²/n)/n,
+	// n the noisy Values.
+	CentredSqSum float64
+	// Leaves are the non-empty leaves of the group's quantile tree (with
+	// Quantiles), sorted by leaf: the kept clamped values counted per leaf
+	// (LeafOf). The tree's inner nodes are sums of leaves.
+	Leaves []LeafCount
 
-	sum, csum exactSum // exact partials behind Sum and CentredSum, for Merge
+	sum, csum, csq exactSum // exact partials behind Sum, CentredSum and CentredSqSum, for Merge
 }
 
 func (g *Group) finish() {
 	g.sum.canon()
 	g.csum.canon()
+	g.csq.canon()
 	g.Sum = g.sum.value()
 	g.CentredSum = g.csum.value()
+	g.CentredSqSum = g.csq.value()
 }
 
 // Merge adds the partial aggregate o of the same window into w. The
@@ -254,6 +265,8 @@ func (g Group) clone() Group {
 	g.Histogram = slices.Clone(g.Histogram)
 	g.sum = g.sum.clone()
 	g.csum = g.csum.clone()
+	g.csq = g.csq.clone()
+	g.Leaves = slices.Clone(g.Leaves)
 	return g
 }
 
@@ -273,7 +286,10 @@ func (g *Group) mergeFrom(o *Group) {
 	}
 	g.sum = g.sum.clone()
 	g.csum = g.csum.clone()
+	g.csq = g.csq.clone()
 	g.sum.merge(&o.sum)
 	g.csum.merge(&o.csum)
+	g.csq.merge(&o.csq)
+	g.Leaves = mergeLeaves(g.Leaves, o.Leaves)
 	g.finish()
 }

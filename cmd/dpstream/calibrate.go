@@ -29,6 +29,10 @@ var allMechanisms = []string{
 	"discrete-laplace", "discrete-gaussian",
 }
 
+// calibrateNames lists the mechanism names calibrate accepts, for errors
+// and shell completion.
+const calibrateNames = "laplace, logistic, gaussian, gaussian-classic, subbotin:R (1 ≤ R ≤ 50), cauchy, sas:A (1 ≤ A < 2), discrete-laplace, discrete-gaussian, all"
+
 // calibration is the output of calibrate: exactly the keys of the JSON
 // object, nulls for infinite values.
 type calibration struct {
@@ -52,7 +56,7 @@ func newCalibrateCmd() *cobra.Command {
 		asJSON                      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "calibrate --mechanism NAME --epsilon E --delta D [--sensitivity S] [--json]",
+		Use:   "calibrate --mechanism NAME --epsilon E [--delta D] [--sensitivity S] [--json]",
 		Short: "Print the smallest noise scale for a mechanism and a privacy budget",
 		Long: `Calibrate prints the smallest noise scale that makes one release of a query
 with sensitivity S (ε, δ)-differentially private with the named mechanism,
@@ -81,10 +85,14 @@ scale guarantees (0 for mechanisms that are always pure ε-DP).`,
 			}
 			m, err := privacy.Parse(mechanism)
 			if err != nil {
-				return err
+				return fmt.Errorf("%w; valid names: %s", err, calibrateNames)
 			}
 			c, err := calibrateOne(m, epsilon, delta, sensitivity)
 			if err != nil {
+				if !cmd.Flags().Changed("delta") {
+					// δ defaults to 0 (pure ε): say how to ask for δ > 0.
+					return fmt.Errorf("%w (δ = 0: pure ε-DP, as no --delta was given; %s needs --delta > 0, e.g. --delta 1e-6)", err, m.Name())
+				}
 				return err
 			}
 			if asJSON {
@@ -99,7 +107,9 @@ scale guarantees (0 for mechanisms that are always pure ε-DP).`,
 	f.Float64Var(&delta, "delta", 0, "δ of the budget (0 ≤ δ < 1; 0 asks for pure ε-DP)")
 	f.Float64Var(&sensitivity, "sensitivity", 1, "sensitivity Δ of the query (> 0)")
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	for _, name := range []string{"mechanism", "epsilon", "delta"} {
+	// --delta is optional: 0 asks for pure ε-DP (laplace, discrete-laplace,
+	// cauchy, sas:A need no δ).
+	for _, name := range []string{"mechanism", "epsilon"} {
 		_ = cmd.MarkFlagRequired(name) // the names exist: cannot fail
 	}
 	return cmd

@@ -102,8 +102,9 @@ func TestCalibrateErrors(t *testing.T) {
 			t.Errorf("%v: error spans lines: %q", c.args, err)
 		}
 	}
-	if _, err := runCmd(t, "calibrate", "--mechanism", "laplace", "--epsilon", "1"); err == nil {
-		t.Error("missing --delta: no error")
+	// --delta is optional (0: pure ε, issue 12); --epsilon is not.
+	if _, err := runCmd(t, "calibrate", "--mechanism", "laplace", "--delta", "0"); err == nil {
+		t.Error("missing --epsilon: no error")
 	}
 }
 

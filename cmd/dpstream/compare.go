@@ -85,7 +85,8 @@ coordinate — the standard deviation, or the mean absolute error with
 line per mechanism, under the same accounting as the table (--l0 is the
 table's; the plot varies it). It calibrates every mechanism at seven L0
 values: about 3 s with --windows 1 and 4–5 s with --windows 1440 on a
-2-core machine (the pure-ε SαS solver dominates); more for larger --windows. The printed output is the same with or without --plot.`,
+2-core machine (the pure-ε SαS solver dominates); more for larger --windows. The printed output is the same with or without --plot; a line on stderr
+says where the plot was written.`,
 		Example: `  dpstream compare --epsilon 1 --delta 1e-6 --l0 16 --windows 1440
   dpstream compare --epsilon 0.5 --delta 1e-9 --l0 4 --json
   dpstream compare --epsilon 1 --delta 1e-6 --windows 1440 --plot compare.png`,
@@ -114,6 +115,8 @@ values: about 3 s with --windows 1 and 4–5 s with --windows 1440 on a
 				if err := writeComparePlot(plotPath, total, linf, windows, errMeasure); err != nil {
 					return err
 				}
+				// On stderr, so that the printed (JSON) output stays as it is.
+				fmt.Fprintf(cmd.ErrOrStderr(), "compare: plot written to %s (960×720 PNG)\n", plotPath)
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())

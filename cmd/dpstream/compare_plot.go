@@ -21,7 +21,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
-	_ "gonum.org/v1/plot/vg/vgimg" // registers the png format
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // ErrPlot is wrapped by every error of `compare --plot`.
@@ -36,6 +37,9 @@ var plotL0 = []int{1, 2, 4, 8, 16, 32, 64}
 const (
 	plotWidth  = 10 * vg.Inch
 	plotHeight = 7.5 * vg.Inch
+	// plotLegendWidth is the column right of the axes that holds the
+	// legend (the longest name, subbotin:1.25, with its line sample).
+	plotLegendWidth = 2 * vg.Inch
 )
 
 // plotSeries is one mechanism's line: its error at each L0 where it is
@@ -123,8 +127,10 @@ func writeComparePlot(path string, total privacy.Budget, linf float64, windows i
 	p.X.Tick.Marker = xt
 	p.Y.Tick.Marker = logTicks125{}
 	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(8), -vg.Points(8)
+	// The legend goes in a column right of the axes, never over the data.
+	legend := plot.NewLegend()
+	legend.Top, legend.Left = true, true
+	legend.TextStyle.Font.Size = vg.Points(10)
 	// Best first in the legend: by the error at the largest L0 (the lines
 	// are close to parallel, so this is the ranking at every L0 but ties).
 	slices.SortStableFunc(series, func(a, b plotSeries) int {
@@ -135,18 +141,23 @@ func writeComparePlot(path string, total privacy.Budget, linf float64, windows i
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrPlot, err)
 		}
+		// Colour, dash pattern, marker shape and marker size all vary, so
+		// that lines with equal errors (laplace and subbotin:1, say) stay
+		// visible: later lines have smaller markers drawn on top of
+		// larger ones.
 		c := plotPalette[i%len(plotPalette)]
 		l.Color, l.Width, l.Dashes = c, vg.Points(1.5), plotutil.Dashes(i)
 		pts.Color, pts.Shape = c, plotutil.Shape(i)
+		pts.Radius = vg.Points(6 - 4*float64(i)/float64(max(len(series)-1, 1)))
 		p.Add(l, pts)
-		p.Legend.Add(series[i].name, l, pts)
+		legend.Add(series[i].name, l, pts)
 	}
-	wt, err := p.WriterTo(plotWidth, plotHeight, "png")
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrPlot, err)
-	}
+	img := vgimg.New(plotWidth, plotHeight)
+	dc := draw.New(img)
+	p.Draw(draw.Crop(dc, 0, -plotLegendWidth, 0, 0))
+	legend.Draw(draw.Crop(dc, plotWidth-plotLegendWidth+vg.Points(10), 0, -vg.Points(20), -vg.Points(60)))
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
 		return fmt.Errorf("%w: drawing: %w", ErrPlot, err)
 	}
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

@@ -68,7 +68,10 @@ windows:
   allowed_lateness: 1m
   idle_timeout: 4s
   start: %[7]s
-  aggregates: [count, histogram, sum, mean]
+  aggregates: [count, histogram, sum, mean, units, variance, quantiles]
+  quantiles: [0.5, 0.9, 0.99]
+  quantile_branching: 16
+  quantile_depth: 2
 bounds:
   max_groups: 1
   max_buckets: 2

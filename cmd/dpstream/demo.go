@@ -11,6 +11,8 @@ import (
 	"math"
 	"os/signal"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -189,7 +191,13 @@ func demoConfig(o demoOptions, brokers []string, input, output, group string) op
 	// closing reading on every partition); a partition read to its end is
 	// advanced to the demo's clock (demoClock) minus this.
 	c.Windows.IdleTimeout = 10 * time.Second
-	c.Windows.Aggregates = []string{operator.AggCount, operator.AggHistogram, operator.AggSum, operator.AggMean}
+	c.Windows.Aggregates = slices.Clone(aggregateOrder)
+	c.Windows.Running = true // running count and sum since the first window (demo_running.go)
+	// A 16-ary tree of depth 2: 256 leaves of 1.17 Wh over [0, 300] Wh.
+	// The default depth 4 resolves far finer than a demo window's few
+	// hundred readings per region can use, for twice the noise levels.
+	c.Windows.QuantileBranching, c.Windows.QuantileDepth = 16, 2
+	c.Windows.Quantiles = []float64{0.5, 0.9, 0.99}
 	c.Bounds = operator.BoundsConfig{MaxGroups: synthBounds.MaxGroups, MaxBuckets: synthBounds.MaxBuckets,
 		MaxPerBucket: synthBounds.MaxPerBucket, MaxValues: synthBounds.MaxValues}
 	c.Privacy.Epsilon, c.Privacy.Delta = o.epsilon, o.delta
@@ -218,6 +226,9 @@ type demoWindow struct {
 	Truth map[string]*groupTruth
 	// Latency is the operator's publish latency after the window closed.
 	Latency time.Duration
+	// Running holds the true running totals through this window
+	// (runningTruths).
+	Running map[string]float64
 }
 
 // demoResult is what a demo run produced, for tests.
@@ -388,6 +399,7 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*dem
 				break
 			}
 			sortReleases(w.Releases)
+			w.Running = runningTruths(append(slices.Clone(res.Windows), *w))
 			res.Windows = append(res.Windows, *w)
 			done++
 			if o.json {
@@ -628,7 +640,8 @@ func readTopic(ctx context.Context, brokers []string, topic string) (<-chan kafk
 }
 
 // aggregateOrder is the display order of the aggregates.
-var aggregateOrder = []string{operator.AggCount, operator.AggHistogram, operator.AggSum, operator.AggMean}
+var aggregateOrder = []string{operator.AggCount, operator.AggHistogram, operator.AggSum, operator.AggMean,
+	operator.AggUnits, operator.AggVariance, operator.AggQuantiles}
 
 // sortReleases sorts a window's releases by region (configuration order)
 // and aggregate (display order).
@@ -658,6 +671,8 @@ func trueValues(r *schema.Release, i int, g *groupTruth) []float64 {
 	}
 	s := &r.Series[i]
 	switch {
+	case s.Name == schema.SeriesRunning:
+		return nil // see runningSeries
 	case r.Kind == schema.KindCount:
 		return []float64{float64(g.Count)}
 	case r.Kind == schema.KindHistogram:
@@ -668,6 +683,44 @@ func trueValues(r *schema.Release, i int, g *groupTruth) []float64 {
 		return out
 	case r.Kind == schema.KindSum:
 		return []float64{g.Sum}
+	case r.Kind == schema.KindUnits:
+		return []float64{float64(g.Units)}
+	case s.Name == schema.SeriesQuantiles:
+		out := make([]float64, len(s.Labels))
+		for j, l := range s.Labels {
+			q, err := strconv.ParseFloat(l, 64)
+			if err != nil {
+				return nil
+			}
+			out[j] = g.Quantile(q)
+		}
+		return out
+	case s.Name == schema.SeriesRankError:
+		// The true rank error of each released quantile: how far rank·N
+		// is from the ranks the released value takes among the kept
+		// values (between the number below it and the number at or below).
+		if len(r.Series) < 1 || r.Series[0].Len() != s.Len() {
+			return nil
+		}
+		out := make([]float64, s.Len())
+		n := float64(len(g.Kept))
+		for j, l := range s.Labels {
+			q, err := strconv.ParseFloat(l, 64)
+			if err != nil {
+				return nil
+			}
+			x := r.Series[0].Value(j)
+			below := float64(sort.SearchFloat64s(g.Kept, x))
+			atOrBelow := float64(sort.Search(len(g.Kept), func(i int) bool { return g.Kept[i] > x }))
+			out[j] = math.Max(0, math.Max(below-q*n, q*n-atOrBelow))
+		}
+		return out
+	case s.Name == schema.SeriesVariance:
+		return []float64{g.Variance()}
+	case s.Name == schema.SeriesStddev:
+		return []float64{math.Sqrt(g.Variance())}
+	case s.Name == schema.SeriesSumSq:
+		return []float64{g.CentredSqSum}
 	case s.Name == schema.SeriesSum: // the mean's centred sum
 		return []float64{g.CentredSum}
 	case s.Name == schema.SeriesCount:
@@ -679,10 +732,12 @@ func trueValues(r *schema.Release, i int, g *groupTruth) []float64 {
 }
 
 // displayed returns the index of the series a table shows for r: the mean
-// for a mean release (its sum and count are the inputs), else the only one.
+// for a mean release and the standard deviation for a variance release
+// (their other series are the inputs), the quantiles for a quantiles
+// release, else the only one.
 func displayed(r *schema.Release) int {
 	for i, s := range r.Series {
-		if s.Name == schema.SeriesMean {
+		if s.Name == schema.SeriesMean || s.Name == schema.SeriesStddev {
 			return i
 		}
 	}

@@ -161,7 +161,7 @@ func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Co
 			bucket := ""
 			if j < len(s.Labels) {
 				bucket = s.Labels[j]
-			} else if r.Kind == schema.KindSum || r.Kind == schema.KindMean {
+			} else if r.Kind == schema.KindSum || r.Kind == schema.KindMean || r.Kind == schema.KindVariance {
 				bucket = synthValueField
 			}
 			t, in := math.NaN(), "-"
@@ -185,6 +185,7 @@ func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Co
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t[%s, %s]\t%s\t%s\t%s\n", groupValue(r), r.Aggregate, bucket,
 				fmtTrue(t), fmtNum(s.Value(j), d), fmtNum(s.Lo[j], d), fmtNum(s.Hi[j], d), in, s.Mechanism, scale)
 		}
+		printRunningRow(tw, win, r)
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
@@ -277,6 +278,9 @@ func writeDemoJSON(w io.Writer, win *demoWindow) error {
 				Lo: s.Lo, Hi: s.Hi, Private: make([]float64, s.Len()), True: []*float64{}}
 			for j := range s.Len() {
 				js.Private[j] = s.Value(j)
+			}
+			if rs, t := runningSeries(win, r); rs == s && !math.IsNaN(t) {
+				js.True = append(js.True, &t)
 			}
 			for _, t := range trueValues(r, si, g) {
 				if math.IsNaN(t) {

@@ -449,6 +449,12 @@ type groupTruth struct {
 	Values     int64
 	Sum        float64 // of clamped kept values
 	CentredSum float64 // Σ (clamped value − midpoint)
+	// Units counts the meters with kept readings in the region.
+	Units int64
+	// CentredSqSum is Σ (clamped value − midpoint)².
+	CentredSqSum float64
+	// Kept are the kept clamped values, sorted (for the quantiles).
+	Kept []float64
 	// Exact is false when a meter exceeded a bound in a way whose outcome
 	// depends on the operator's keyed random sampling (never for the
 	// generated stream; kept for streams that do).
@@ -461,6 +467,27 @@ func (g *groupTruth) Mean() float64 {
 		return math.NaN()
 	}
 	return g.Sum / float64(g.Values)
+}
+
+// Variance returns the exact variance of the kept clamped values (NaN
+// without values), from the centred sums as the operator forms it.
+func (g *groupTruth) Variance() float64 {
+	if g.Values == 0 {
+		return math.NaN()
+	}
+	n := float64(g.Values)
+	m := g.CentredSum / n
+	return g.CentredSqSum/n - m*m
+}
+
+// Quantile returns the exact r-quantile of the kept clamped values: the
+// ⌈rN⌉-th smallest (at least the first); NaN without values.
+func (g *groupTruth) Quantile(r float64) float64 {
+	if len(g.Kept) == 0 {
+		return math.NaN()
+	}
+	k := max(1, int(math.Ceil(r*float64(len(g.Kept)))))
+	return g.Kept[k-1]
 }
 
 // truth returns, per published window start and region, the exact
@@ -531,9 +558,14 @@ func (s *synthStream) truth() map[int64]map[string]*groupTruth {
 			if n > b.MaxValues && !allSame {
 				g.Exact = false
 			}
+			g.Units++
 			for _, rd := range rds[:kept] { // any kept subset when exact
-				g.Sum += clamp(rd.Wh)
-				g.CentredSum += clamp(rd.Wh) - mid
+				v := clamp(rd.Wh)
+				g.Sum += v
+				g.CentredSum += v - mid
+				g.CentredSqSum += (v - mid) * (v - mid)
+				i, _ := slices.BinarySearch(g.Kept, v)
+				g.Kept = slices.Insert(g.Kept, i, v)
 			}
 			perStatus := make([]int, len(synthStatuses))
 			distinct := 0

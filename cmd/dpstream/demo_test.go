@@ -25,15 +25,22 @@ func smallDemo() demoOptions {
 	return o
 }
 
-// maxDemoMisses is the largest number of displayed values (of 72) whose true
-// value may fall outside its 95% interval. Each interval covers with
-// probability ≥ 0.95 and different values use independent noise (one
+// maxDemoMisses is the largest number of displayed values (of 132) whose
+// true value may fall outside its 95% interval. Each interval covers with
+// probability ≥ 0.95 and different releases use independent noise (one
 // stream per release message; the values of a histogram are independent
-// draws), so the misses are dominated by Binomial(72, 0.05), and
-// P(Bin(72, 0.05) > 15) = 4.3e-7 (exact binomial tail, computed with
-// math.comb). The noise depends on the run's random release ids, so this is
-// the test's false-failure rate per run.
-const maxDemoMisses = 15
+// draws; a quantiles release's three intervals hold together with
+// probability ≥ 0.95, which only makes misses rarer), so the misses are
+// dominated by Binomial(132, 0.05), and P(Bin(132, 0.05) > 21) = 7.0e-7
+// (exact binomial tail, computed with math.comb). The noise depends on the
+// run's random release ids, so this is the test's false-failure rate per
+// run.
+const maxDemoMisses = 21
+
+// demoRowsPerRegion is the number of displayed values per window and
+// region: count, one per status, sum, mean, units, stddev and the three
+// quantiles.
+var demoRowsPerRegion = 1 + len(synthStatuses) + 2 + 1 + 1 + 3
 
 // TestDemoEmbedded runs the demo on the embedded broker and checks its
 // output: every window present with all its releases, each decoded release
@@ -67,16 +74,22 @@ func TestDemoEmbedded(t *testing.T) {
 			t.Errorf("output lacks the header %q", head)
 		}
 	}
-	rows := 0
+	rows, runningRows := 0, 0
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) > 0 && slices.Contains(synthRegions, f[0]) {
+			if slices.Contains(f, "running") { // running count and sum (demo_running.go)
+				runningRows++
+				continue
+			}
 			rows++
 		}
 	}
-	// Per window and region: count, 3 histogram buckets, sum, mean.
-	if want := o.windows * len(synthRegions) * (1 + len(synthStatuses) + 2); rows != want {
+	if want := o.windows * len(synthRegions) * 2; runningRows != want {
+		t.Errorf("%d running rows, want %d", runningRows, want)
+	}
+	if want := o.windows * len(synthRegions) * demoRowsPerRegion; rows != want {
 		t.Errorf("%d table rows, want %d", rows, want)
 	}
 	if errs.Len() > 0 {
@@ -145,7 +158,7 @@ func checkDemoResult(t *testing.T, o demoOptions, res *demoResult) {
 	if res.EventsIn != float64(c.Messages) {
 		t.Errorf("operator read %g messages, %d were produced", res.EventsIn, c.Messages)
 	}
-	if want := o.windows * len(synthRegions) * (1 + len(synthStatuses) + 2); res.Checked != want {
+	if want := o.windows * len(synthRegions) * demoRowsPerRegion; res.Checked != want {
 		t.Errorf("checked %d values, want %d", res.Checked, want)
 	}
 	if misses := res.Checked - res.Covered; misses > maxDemoMisses {
@@ -158,13 +171,15 @@ func checkDemoResult(t *testing.T, o demoOptions, res *demoResult) {
 // "derived" for the mean, "" (any) with auto.
 func wantMechanism(t *testing.T, configured, series string) string {
 	t.Helper()
-	if series == schema.SeriesMean {
+	switch series {
+	case schema.SeriesMean, schema.SeriesVariance, schema.SeriesStddev, schema.SeriesRankError, schema.SeriesRunning:
 		return schema.DerivedMechanism
 	}
 	if configured == operator.Auto {
 		return ""
 	}
-	integer := series == schema.SeriesCount || series == schema.SeriesCounts
+	// The quantiles report the noise of their tree's node counts.
+	integer := series == schema.SeriesCount || series == schema.SeriesCounts || series == schema.SeriesUnits || series == schema.SeriesQuantiles
 	m, err := operator.ReleaseMechanism(configured, integer)
 	if err != nil {
 		t.Fatal(err)

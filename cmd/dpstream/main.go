@@ -27,6 +27,7 @@ func newRoot() *cobra.Command {
 	for _, c := range commands {
 		root.AddCommand(c())
 	}
+	registerCompletions(root) // flag values for shell completion (completion.go)
 	return root
 }
 

@@ -97,7 +97,7 @@ type noiser func(s *privacy.Stream, v float64) (float64, error)
 func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut io.Writer) error {
 	m, err := privacy.Parse(o.mechanism)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w; valid names: %s", err, strings.TrimSuffix(calibrateNames, ", all"))
 	}
 	_, discrete := m.(privacy.DiscreteLaplace)
 	if _, ok := m.(privacy.DiscreteGaussian); ok {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,14 +39,24 @@ its own line, or "config ok". SIGTERM or SIGINT drains: closed windows are
 published, final offsets committed, and the process exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := operator.Load(file, cmd.Flags())
-			if err != nil {
-				return err
-			}
 			out := cmd.OutOrStdout()
 			if check {
-				problems := cfg.Problems()
-				if len(problems) == 0 {
+				// Every problem at once: types and unknown keys, the
+				// settings, the files, the key, then the calibration.
+				cfg, problems, err := operator.LoadAll(file, cmd.Flags())
+				if err != nil {
+					return err
+				}
+				for _, p := range cfg.Problems() {
+					// A bad value was reset to its default: its own
+					// line above says what is wrong with it.
+					if !slices.ContainsFunc(problems, func(q string) bool { k, _, _ := strings.Cut(p, ":"); return strings.HasPrefix(q, k+":") }) {
+						problems = append(problems, p)
+					}
+				}
+				fileProblems := cfg.FileProblems()
+				problems = append(problems, fileProblems...)
+				if len(fileProblems) == 0 {
 					// The key must be loadable too (never printed).
 					if _, _, err := privacy.LoadKey(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false); err != nil {
 						problems = append(problems, err.Error())
@@ -64,6 +76,10 @@ published, final offsets committed, and the process exits.`,
 				}
 				fmt.Fprintln(out, "config ok")
 				return nil
+			}
+			cfg, err := operator.Load(file, cmd.Flags())
+			if err != nil {
+				return err
 			}
 			op, err := operator.New(cfg)
 			if err != nil {

@@ -57,7 +57,7 @@ func TestRunCheckConfigProblems(t *testing.T) {
 func TestRunCheckConfigMissingKey(t *testing.T) {
 	t.Setenv("DPSTREAM_KEY", "")
 	out, err := runCLI(t, "run", "--check-config", "--input-topics", "events", "--epsilon", "1")
-	if err == nil || !strings.Contains(out, "privacy:") {
+	if err == nil || !strings.Contains(out, "privacy.key_env: the environment variable DPSTREAM_KEY is not set") {
 		t.Fatalf("missing key not reported: %v\n%s", err, out)
 	}
 }

@@ -38,7 +38,25 @@ SERIES_OF = {
     "count": ["count"],
     "sum": ["sum"],
     "mean": ["sum", "count", "mean"],
+    "units": ["units"],
+    "variance": ["count", "sum", "sum_sq", "variance", "stddev"],
+    "quantiles": ["quantiles", "rank_error"],
 }
+
+# Kinds whose releases may end with a "running" series (windows.running):
+# the group's running total since the horizon started, over "windows"
+# windows (post-processing of the released window values, no noise of its
+# own; its interval is a valid, conservative bound on the summed noise).
+RUNNING_KINDS = ("count", "sum")
+
+# Kinds whose series carry one labelled value per bucket (histogram) or per
+# requested rank (quantiles, labels like "0.5"); every other kind has one
+# unlabelled value per series.
+LABELLED_KINDS = ("histogram", "quantiles")
+
+# The series a table row shows per kind (default: the last one): the mean
+# and variance releases carry their noised inputs too.
+SHOWN_SERIES = {"variance": "stddev", "quantiles": "quantiles"}
 
 # Top-level keys every release has (unknown extra keys are allowed: later
 # versions may add keys without changing the version).
@@ -111,6 +129,11 @@ def check_release(rel, msg_key):
     if want is None:
         raise InvalidRelease("unknown kind %r" % rel["kind"])
     names = [s.get("name") for s in rel["series"]]
+    if rel["kind"] in RUNNING_KINDS and names == want + ["running"]:
+        want = want + ["running"]
+        run = rel["series"][-1]
+        if not (isinstance(run.get("windows"), int) and run["windows"] >= 1):
+            raise InvalidRelease("running series: windows must be an integer >= 1")
     if names != want:
         raise InvalidRelease("a %s release has series %s, got %s" % (rel["kind"], want, names))
     for s in rel["series"]:
@@ -121,8 +144,10 @@ def check_release(rel, msg_key):
         if not vals or len(lo) != len(vals) or len(hi) != len(vals):
             raise InvalidRelease("series %s: %d values, %d lower and %d upper bounds"
                                  % (s["name"], len(vals), len(lo), len(hi)))
-        if rel["kind"] == "histogram" and len(s["labels"]) != len(vals):
+        if rel["kind"] in LABELLED_KINDS and len(s["labels"]) != len(vals):
             raise InvalidRelease("series %s: %d labels for %d values" % (s["name"], len(s["labels"]), len(vals)))
+        if rel["kind"] not in LABELLED_KINDS and (len(vals) != 1 or s["labels"]):
+            raise InvalidRelease("series %s: a %s release has one unlabelled value" % (s["name"], rel["kind"]))
         if s["value_type"] == "int" and not all(isinstance(v, int) for v in vals):
             raise InvalidRelease("series %s: value_type int with a non-integer value" % s["name"])
         if not 0 < s["ci_level"] < 1:
@@ -179,6 +204,24 @@ def consume(args):
         consumer.close()
 
 
+def check_files(paths):
+    """Check release messages stored one per file; print one JSON line each."""
+    bad = 0
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            rel = msgpack.unpackb(data, raw=False, strict_map_key=True)
+            check_release(rel, None)
+        except (InvalidRelease, ValueError, TypeError, KeyError, msgpack.UnpackException) as err:
+            bad += 1
+            print("invalid release in %s: %s" % (path, err), file=sys.stderr)
+            continue
+        print(json.dumps({"file": path, "kind": rel["kind"], "key": rel["key"],
+                          "series": {s["name"]: s["values"] for s in rel["series"]}}, sort_keys=True))
+    return 1 if bad else 0
+
+
 def iso(ms):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
@@ -186,13 +229,19 @@ def iso(ms):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--brokers", default="127.0.0.1:9092", help="bootstrap brokers, comma-separated")
-    ap.add_argument("--topic", required=True, help="the dpstream output topic")
+    ap.add_argument("--topic", help="the dpstream output topic (required unless --file)")
     ap.add_argument("--group", default=None, help="consumer group id (default: none, read from the start)")
     ap.add_argument("--expect", type=int, default=None, help="stop after this many distinct releases")
     ap.add_argument("--timeout", type=float, default=60, help="give up after this many seconds")
     ap.add_argument("--idle", type=float, default=2, help="without --expect, stop after this many idle seconds")
     ap.add_argument("--json", action="store_true", help="print one JSON object per release")
+    ap.add_argument("--file", nargs="+", default=None,
+                    help="check release messages stored in files (e.g. schema/testdata/*.msgpack) instead of reading Kafka")
     args = ap.parse_args(argv)
+    if args.file:
+        return check_files(args.file)
+    if not args.topic:
+        ap.error("--topic is required (or --file)")
 
     seen = set()
     invalid = 0
@@ -217,12 +266,16 @@ def main(argv=None):
                                        "kind", "epsilon", "delta", "privacy_unit")}
             out["group"] = {g["name"]: g["value"] for g in rel["group"]}
             out["series"] = [{k: s[k] for k in ("name", "mechanism", "scale", "labels", "values",
-                                                "ci_level", "ci_lo", "ci_hi")} for s in rel["series"]]
+                                                "ci_level", "ci_lo", "ci_hi", "windows") if k in s}
+                             for s in rel["series"]]
             print(json.dumps(out, sort_keys=True), flush=True)
         else:
             group = ",".join("%s=%s" % (g["name"], g["value"]) for g in rel["group"]) or "-"
-            # The mean release carries its noised inputs too; show the mean.
-            series = rel["series"][-1]
+            # The mean and variance releases carry their noised inputs
+            # too; show the derived value.
+            shown = SHOWN_SERIES.get(rel["kind"])
+            plain = [s for s in rel["series"] if s["name"] != "running"]
+            series = next((s for s in plain if s["name"] == shown), plain[-1])
             num = "%.0f" if series["value_type"] == "int" else "%.1f"
             mech = series["mechanism"]
             if mech != "derived":
@@ -232,6 +285,12 @@ def main(argv=None):
                 ci = "[" + num % series["ci_lo"][i] + ", " + num % series["ci_hi"][i] + "]"
                 print("%-20s %-22s %-10s %-10s %12s  %-27s %s" % (
                     iso(rel["window_start"]), group, rel["aggregate"], bucket, num % v, ci, mech))
+            for run in (s for s in rel["series"] if s["name"] == "running"):
+                # The running total since the horizon started.
+                ci = "[" + num % run["ci_lo"][0] + ", " + num % run["ci_hi"][0] + "]"
+                print("%-20s %-22s %-10s %-10s %12s  %-27s %s" % (
+                    iso(rel["window_start"]), group, rel["aggregate"], "running", num % run["values"][0], ci,
+                    "derived (%d windows)" % run["windows"]))
         if args.expect is not None and len(seen) >= args.expect:
             break
     print("%d releases read, %d invalid" % (len(seen), invalid), file=sys.stderr)

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dpstream/dpstream/operator"
+)
+
+var exampleConfig = filepath.Join("..", "..", "deploy", "dpstream.example.yaml")
+
+// TestPlanCommand: `dpstream plan` on the example prints every series with
+// its mechanism, scale and interval, the budget, and with sizes the
+// relative errors; --json is the same summary; --set changes it; --target
+// lists the changes that reach it.
+func TestPlanCommand(t *testing.T) {
+	out, err := runCLI(t, "plan", "--config", exampleConfig, "--units-per-group", "250", "--events-per-unit", "4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"privacy unit: meter", "budget per window: ε = 1, δ = 1e-06",
+		"count      count   discrete-laplace  20", "±60 (95%)", "1000", "6%", "mean       mean    derived"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := runCLI(t, "plan", "--config", exampleConfig, "--units-per-group", "250", "--events-per-unit", "4", "--json", "--set", "privacy.epsilon=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s operator.Sizing
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	if s.Budget.WindowEpsilon != 2 || s.Aggregates[0].Aggregate != "count" || math.Abs(s.Aggregates[0].Series[0].Scale-10) > 1e-3 {
+		t.Errorf("--json with ε = 2: %+v", s)
+	}
+	out, err = runCLI(t, "plan", "--config", exampleConfig, "--set", "privacy.public_groups=", "--units-per-group", "50", "--events-per-unit", "4", "--target", "0.1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"group selection: a group is released in a window only if its units + noise ≥",
+		"a group of 50 units is released with probability", "target: relative half-width ≤ 10%",
+		"groups of at least", "windows.size", "privacy.epsilon", "list privacy.public_groups"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan --target output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := runCLI(t, "plan", "--config", exampleConfig, "--target", "0.1"); err == nil || !strings.Contains(err.Error(), "--units-per-group") {
+		t.Errorf("--target without sizes: %v", err)
+	}
+}
+
+// TestCheckConfigEveryProblem: --check-config reports type errors (key,
+// value, example), unknown keys (nearest key), bad listen addresses and
+// the key file's problem together, one per line. Old code: it stopped at
+// the decoder's first error, in mapstructure's words.
+func TestCheckConfigEveryProblem(t *testing.T) {
+	t.Setenv("DPSTREAM_KEY", "")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("ab", 32)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "c.yaml")
+	yaml := "kafka:\n  input_topics: [events]\n  brokres: [a:1]\nwindows:\n  size: \"60\"\nobservability:\n  listen: \"localhost:http-alt\"\nprivacy:\n  key_file: " + key + "\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "run", "--config", file, "--check-config")
+	if err == nil {
+		t.Fatalf("no error:\n%s", out)
+	}
+	for _, want := range []string{
+		`windows.size: "60" is not a duration; use e.g. 60s or 1m`,
+		`kafka.brokres: unknown key; did you mean kafka.brokers?`,
+		`observability.listen: "localhost:http-alt": port "http-alt" is not a number`,
+		`privacy.key_file: "` + key + `" has the wrong mode 0644`,
+	} {
+		if !strings.Contains(out, want+"") {
+			t.Errorf("check-config output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCalibrateDeltaOptional: calibrate needs no --delta for pure-ε
+// mechanisms (old code: required flag "delta" not set), and says how to
+// give one when the mechanism needs it; an unknown name lists the valid
+// ones.
+func TestCalibrateDeltaOptional(t *testing.T) {
+	out, err := runCLI(t, "calibrate", "--mechanism", "laplace", "--epsilon", "1", "--json")
+	if err != nil || !strings.Contains(out, `"scale": 1`) {
+		t.Errorf("laplace without --delta: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "calibrate", "--mechanism", "gaussian", "--epsilon", "1"); err == nil || !strings.Contains(err.Error(), "--delta") {
+		t.Errorf("gaussian without --delta: %v", err)
+	}
+	if _, err := runCLI(t, "calibrate", "--mechanism", "lapalce", "--epsilon", "1"); err == nil || !strings.Contains(err.Error(), "valid names: laplace, logistic") {
+		t.Errorf("unknown mechanism: %v", err)
+	}
+}
+
+// TestCompletionValues: shell completion offers the mechanism names, log
+// levels and config keys (old code: no value completions).
+func TestCompletionValues(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"__complete", "calibrate", "--mechanism", ""}, "discrete-gaussian"},
+		{[]string{"__complete", "run", "--mechanism", "lap"}, "laplace"},
+		{[]string{"__complete", "run", "--log-level", ""}, "warn"},
+		{[]string{"__complete", "plan", "--set", "privacy.pub"}, "privacy.public_groups="},
+	} {
+		out, err := runCLI(t, c.args...)
+		if err != nil || !strings.Contains(out, c.want+"\n") {
+			t.Errorf("%v: %v\n%s", c.args, err, out)
+		}
+	}
+}
+
+// TestComparePlotSaysWhere: --plot says on stderr where the file went.
+func TestComparePlotSaysWhere(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.png")
+	out, err := runCLI(t, "compare", "--epsilon", "1", "--delta", "1e-6", "--plot", path)
+	if err != nil || !strings.Contains(out, "compare: plot written to "+path) {
+		t.Errorf("%v\n%s", err, out)
+	}
+}

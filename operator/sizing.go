@@ -1,0 +1,646 @@
+package operator
+
+// sizing.go answers "what will this configuration release, and how big must
+// a group be for the releases to be useful?" from the same plan `run`
+// calibrates (newPlan): per aggregate the mechanism, the per-coordinate
+// noise scale and the half-width of the published interval, the group
+// selection threshold, the budget, and — for an assumed group size — the
+// relative error and the smallest changes that reach a target.
+//
+// Aggregates plug in through sizingRules: an aggregate without a rule still
+// gets its mechanism, scale and half-width (from its calibrated noises),
+// only not the expected value a relative error needs.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Sizes are the assumed size of a typical group in one window, for the
+// relative errors of Sizing. Zero values mean unknown.
+type Sizes struct {
+	// UnitsPerGroup is the number of distinct privacy units that
+	// contribute to one group in one window (with event-level privacy:
+	// events per group and window).
+	UnitsPerGroup float64 `json:"units_per_group"`
+	// EventsPerUnit is the number of events one unit contributes to one
+	// group in one window (0: 1). Bounds clip it: see the assumptions.
+	EventsPerUnit float64 `json:"events_per_unit"`
+}
+
+// events returns the events per unit (1 when unknown or event-level).
+func (s Sizes) events(p *plan) float64 {
+	if s.EventsPerUnit <= 0 || p.unit == "" {
+		return 1
+	}
+	return s.EventsPerUnit
+}
+
+// Sizing is the summary `dpstream plan` prints and `run` logs at start.
+type Sizing struct {
+	Budget      SizingBudget      `json:"budget"`
+	Sizes       Sizes             `json:"sizes"`
+	Aggregates  []AggregateSizing `json:"aggregates"`
+	Selection   *SelectionSizing  `json:"selection"` // null: groups are public, or no group_by
+	Assumptions []string          `json:"assumptions"`
+	// Worst is the largest relative half-width over the series with an
+	// expected value (null without sizes).
+	Worst *float64 `json:"worst_relative"`
+	// Target and Suggestions: the smallest changes that bring Worst to
+	// Target (Suggest).
+	Target      float64      `json:"target,omitempty"`
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
+}
+
+// SizingBudget is the budget of one window and of the horizon.
+type SizingBudget struct {
+	Unit              string  `json:"unit"` // the privacy unit field, or "event"
+	WindowSize        string  `json:"window_size"`
+	WindowEpsilon     float64 `json:"window_epsilon"`
+	WindowDelta       float64 `json:"window_delta"`
+	Horizon           string  `json:"horizon"` // "" without a horizon budget
+	HorizonEpsilon    float64 `json:"horizon_epsilon"`
+	HorizonDelta      float64 `json:"horizon_delta"`
+	WindowsPerHorizon int     `json:"windows_per_horizon"`
+	Accounting        string  `json:"accounting"`
+}
+
+// AggregateSizing is one aggregate's released series.
+type AggregateSizing struct {
+	Aggregate string         `json:"aggregate"`
+	Series    []SeriesSizing `json:"series"`
+}
+
+// SeriesSizing is one released series of an aggregate: noised (mechanism
+// and scale) or derived from the noised ones (the mean).
+type SeriesSizing struct {
+	Series    string  `json:"series"`
+	Mechanism string  `json:"mechanism"` // what runs; "derived" for post-processed series
+	Auto      bool    `json:"auto"`      // chosen by mechanism: auto
+	Scale     float64 `json:"scale"`     // per-coordinate noise scale in value units (0: derived)
+	Level     float64 `json:"level"`     // confidence level of the published interval
+	// HalfWidth is the half-width of the published interval of one value,
+	// exactly as the release carries it; for a derived series, at the
+	// expected values (null without sizes: then it can be the whole range).
+	HalfWidth *float64 `json:"half_width"`
+	// Expected is a value of a typical group under the sizes and
+	// assumptions; Relative = HalfWidth / |Expected| (null: unknown).
+	Expected *float64 `json:"expected"`
+	Relative *float64 `json:"relative"`
+	// CoversRange: the interval at the expected values is the whole
+	// possible range (the mean's [lower, upper]): the value says nothing.
+	CoversRange bool `json:"covers_range"`
+}
+
+// SelectionSizing is private group selection: a group is released in a
+// window only if its number of units plus noise reaches the threshold.
+type SelectionSizing struct {
+	Mechanism string  `json:"mechanism"`
+	Scale     float64 `json:"scale"`
+	Threshold float64 `json:"threshold"`
+	// Release is the probability that a group of Sizes.UnitsPerGroup
+	// units is released in a window (null without sizes).
+	Release *float64 `json:"release_probability"`
+	// Units50 and Units95 are the smallest numbers of units per group
+	// released with probability at least 0.5 and 0.95.
+	Units50 int `json:"units_for_50pct"`
+	Units95 int `json:"units_for_95pct"`
+}
+
+// Suggestion is one change of the configuration (or of the data) and the
+// worst relative half-width it gives.
+type Suggestion struct {
+	Change   string  `json:"change"`  // what to do, in words
+	Setting  string  `json:"setting"` // the config key (or "data")
+	Value    string  `json:"value"`   // its new value
+	Relative float64 `json:"relative"`
+	Reaches  bool    `json:"reaches_target"`
+}
+
+// seriesExpectation is what a sizing rule says about one series of an
+// aggregate for a group of the assumed size.
+type seriesExpectation struct {
+	series   string
+	expected float64 // NaN: unknown
+	// derived series only: the half-width at the expected values (NaN:
+	// whole range), and whether it covers the whole range.
+	derived     bool
+	level       float64
+	half        float64
+	coversRange bool
+}
+
+// sizingRule returns the expected values of an aggregate's series for a
+// group of units units, each with events events (already at least 1), and
+// the derived series with their intervals. Noised series without an entry
+// get no relative error.
+type sizingRule func(p *plan, ap *aggPlan, units, events float64) []seriesExpectation
+
+// sizingRules holds the sizing rule of every aggregate that has one. An
+// aggregate added to the plan adds its rule here (a map entry in its own
+// file's init is enough); without one, plan still prints its mechanism,
+// scale and half-width.
+var sizingRules = map[string]sizingRule{
+	AggCount: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
+		// A unit adds at most max_values events to a group's count.
+		return []seriesExpectation{{series: schema.SeriesCount, expected: units * math.Min(events, float64(p.bounds.MaxValues))}}
+	},
+	AggHistogram: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
+		// A unit adds at most max_buckets × max_per_bucket events to a
+		// group's histogram; assumed spread evenly over the buckets.
+		nb := float64(max(len(p.labels), 1))
+		per := math.Min(events, float64(p.bounds.MaxBuckets*p.bounds.MaxPerBucket))
+		return []seriesExpectation{{series: schema.SeriesCounts, expected: units * per / nb}}
+	},
+	AggSum: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
+		// Values assumed at the middle of [lower, upper].
+		return []seriesExpectation{{series: schema.SeriesSum, expected: units * math.Min(events, float64(p.bounds.MaxValues)) * p.mid}}
+	},
+	AggMean: func(p *plan, ap *aggPlan, units, events float64) []seriesExpectation {
+		// Values at the middle: the centred sum is 0, the count
+		// units × min(events, max_values). The mean's interval is what
+		// the release derives (plan.mean) from the two intervals.
+		if len(ap.noises) < 2 {
+			return nil
+		}
+		cnt := units * math.Min(events, float64(p.bounds.MaxValues))
+		sn, cn := &ap.noises[0], &ap.noises[1]
+		sum := schema.Series{Floats: []float64{0}, Lo: []float64{-sn.half}, Hi: []float64{sn.half}, Level: 1 - sn.beta}
+		c := schema.Series{Ints: []int64{int64(math.Round(cnt))}, Lo: []float64{math.Round(cnt) - cn.half}, Hi: []float64{math.Round(cnt) + cn.half}, Level: 1 - cn.beta}
+		m := p.mean(sum, c)
+		lo, hi := m.Lo[0], m.Hi[0]
+		return []seriesExpectation{
+			{series: schema.SeriesSum, expected: math.NaN()},
+			{series: schema.SeriesCount, expected: cnt},
+			{series: schema.SeriesMean, expected: p.mid, derived: true, level: m.Level, half: (hi - lo) / 2,
+				coversRange: lo <= p.lower && hi >= p.upper},
+		}
+	},
+}
+
+// NewSizing validates c and returns the sizing of the plan `run` would
+// calibrate for it (no key or broker needed), for a group of the given
+// sizes.
+func NewSizing(c Config, sz Sizes) (*Sizing, error) {
+	p, err := planFor(c)
+	if err != nil {
+		return nil, err
+	}
+	return p.sizing(c, sz), nil
+}
+
+// planFor validates c and calibrates its plan, as New does.
+func planFor(c Config) (*plan, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	dec, err := schema.NewDecoder(c.Schema)
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(c, dec, windowsConfig(c, dec.NumBuckets()))
+}
+
+// Sizing returns the operator's plan summary (without sizes).
+func (o *Operator) Sizing() *Sizing { return o.plan.sizing(o.cfg, Sizes{}) }
+
+// sizing summarises p for a group of the given sizes.
+func (p *plan) sizing(c Config, sz Sizes) *Sizing {
+	s := &Sizing{Sizes: sz, Budget: SizingBudget{
+		Unit: p.unit, WindowSize: c.Windows.Size.String(),
+		WindowEpsilon: p.window.Epsilon, WindowDelta: p.window.Delta,
+		WindowsPerHorizon: p.windows, Accounting: string(p.accounting),
+	}}
+	if s.Budget.Unit == "" {
+		s.Budget.Unit = "event"
+	}
+	if c.Privacy.Horizon != 0 {
+		s.Budget.Horizon = c.Privacy.Horizon.String()
+		s.Budget.HorizonEpsilon, s.Budget.HorizonDelta = p.total.Epsilon, p.total.Delta
+	}
+	units, events := sz.UnitsPerGroup, sz.events(p)
+	known := units > 0
+	for i := range p.aggs {
+		ap := &p.aggs[i]
+		as := AggregateSizing{Aggregate: ap.name}
+		var exp []seriesExpectation
+		if rule, ok := sizingRules[ap.name]; ok && known {
+			exp = rule(p, ap, units, events)
+		}
+		find := func(series string, derived bool) *seriesExpectation {
+			for j := range exp {
+				if exp[j].series == series && exp[j].derived == derived {
+					return &exp[j]
+				}
+			}
+			return nil
+		}
+		for j := range ap.noises {
+			n := &ap.noises[j]
+			ss := SeriesSizing{Series: n.series, Mechanism: n.mech.Name(), Auto: n.auto, Scale: n.scale,
+				Level: 1 - n.beta, HalfWidth: ptr(n.half)}
+			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
+				ss.Expected = ptr(e.expected)
+				if e.expected != 0 {
+					ss.Relative = ptr(n.half / math.Abs(e.expected))
+				}
+			}
+			as.Series = append(as.Series, ss)
+		}
+		for _, e := range exp {
+			if !e.derived {
+				continue
+			}
+			ss := SeriesSizing{Series: e.series, Mechanism: schema.DerivedMechanism, Level: e.level,
+				HalfWidth: ptr(e.half), Expected: ptr(e.expected), CoversRange: e.coversRange}
+			if e.expected != 0 {
+				ss.Relative = ptr(e.half / math.Abs(e.expected))
+			}
+			as.Series = append(as.Series, ss)
+		}
+		s.Aggregates = append(s.Aggregates, as)
+	}
+	if sel := p.sel; sel != nil {
+		ss := &SelectionSizing{Mechanism: sel.noise.mech.Name(), Scale: sel.noise.scale, Threshold: sel.threshold}
+		if known {
+			ss.Release = ptr(p.releaseProbability(units))
+		}
+		ss.Units50 = p.unitsForRelease(0.5)
+		ss.Units95 = p.unitsForRelease(0.95)
+		s.Selection = ss
+	}
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			if r.Relative != nil && (s.Worst == nil || *r.Relative > *s.Worst) {
+				s.Worst = ptr(*r.Relative)
+			}
+		}
+	}
+	s.Assumptions = p.assumptions(sz)
+	return s
+}
+
+// assumptions lists what the expected values assume.
+func (p *plan) assumptions(sz Sizes) []string {
+	if sz.UnitsPerGroup <= 0 {
+		return []string{"no group size given (--units-per-group): intervals only, no relative errors"}
+	}
+	a := []string{
+		fmt.Sprintf("every group has %g %s per window", sz.UnitsPerGroup, map[bool]string{true: "units", false: "events"}[p.unit != ""]),
+	}
+	if p.unit != "" {
+		a = append(a, fmt.Sprintf("each unit adds %g event(s) to its group per window, clipped by the bounds (max_values %d, max_buckets × max_per_bucket %d)",
+			sz.events(p), p.bounds.MaxValues, p.bounds.MaxBuckets*p.bounds.MaxPerBucket))
+	}
+	if len(p.labels) > 0 {
+		a = append(a, fmt.Sprintf("histogram events spread evenly over its %d buckets", len(p.labels)))
+	}
+	if p.upper > p.lower {
+		a = append(a, fmt.Sprintf("values at the middle of [lower, upper] = %g", p.mid))
+	}
+	return a
+}
+
+func ptr(v float64) *float64 { return &v }
+
+// releaseProbability is the probability that a group of units units is
+// released: P(units + noise ≥ threshold) for the selection's integer noise.
+func (p *plan) releaseProbability(units float64) float64 {
+	sel := p.sel
+	if sel == nil {
+		return 1
+	}
+	d := sel.threshold - math.Floor(units) // release iff noise ≥ d
+	if d <= 0 {
+		return 1 - p.selTail(1-d) // P(noise ≥ d) = 1 − P(noise ≤ d−1) = 1 − P(noise ≥ 1−d)
+	}
+	return p.selTail(d)
+}
+
+// selTail returns P(noise ≥ t) for an integer t ≥ 1 of the selection's
+// symmetric integer noise: in closed form for discrete Laplace
+// (P(k) = tanh(1/(2s))·e^{−|k|/s}, so P(noise ≥ t) = e^{−t/s}/(1 + e^{−1/s})),
+// by summing the probability mass for discrete Gaussian, and otherwise
+// (float noise rounded to integers) from the mechanism's half-width by
+// bisection on log β to a relative 1e-3 (HalfWidth is the smallest h with
+// P(|noise| > h) ≤ β).
+func (p *plan) selTail(t float64) float64 {
+	n := &p.sel.noise
+	switch n.mech.(type) {
+	case privacy.DiscreteLaplace:
+		q := math.Exp(-1 / n.scale)
+		return math.Pow(q, t) / (1 + q)
+	case privacy.DiscreteGaussian:
+		sig2 := 2 * n.scale * n.scale
+		kmax := math.Ceil(t + 40*n.scale + 40)
+		var z, tail float64
+		for k := kmax; k >= 1; k-- { // small terms first
+			w := math.Exp(-k * k / sig2)
+			z += 2 * w
+			if k >= t {
+				tail += w
+			}
+		}
+		return tail / (z + 1)
+	}
+	hw := func(beta float64) float64 { return math.Ceil(n.mech.HalfWidth(n.scale, beta)) }
+	lo, hi := 1e-30, 1.0 // hw(lo) > t−1 ≥ hw(hi) = 0
+	if hw(lo) <= t-1 {
+		return 0
+	}
+	for range 100 {
+		mid := math.Sqrt(lo * hi)
+		if hw(mid) <= t-1 {
+			hi = mid
+		} else {
+			lo = mid
+		}
+		if hi/lo < 1+1e-3 {
+			break
+		}
+	}
+	return hi / 2
+}
+
+// unitsForRelease is the smallest number of units per group released with
+// probability at least q.
+func (p *plan) unitsForRelease(q float64) int {
+	if p.sel == nil {
+		return 0
+	}
+	lo, hi := 0, max(int(p.sel.threshold)*2+1, 1)
+	for p.releaseProbability(float64(hi)) < q {
+		if hi > 1<<40 {
+			return hi
+		}
+		hi *= 2
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if p.releaseProbability(float64(mid)) >= q {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// Suggest fills s.Target and s.Suggestions: for the configuration c whose
+// sizing s is, each single change that reaches the target relative
+// half-width (or, if none of its values does, its best value): more units
+// per group (a fact of the data), a longer window (assumed to gather
+// proportionally more units per group, events per unit unchanged), a
+// larger ε, bounds tightened to the events per unit, and public groups
+// (no selection threshold, and its share of the budget goes to the noise).
+// Each is evaluated with the plan `run` would calibrate.
+func (s *Sizing) Suggest(c Config, target float64) error {
+	if !(target > 0) {
+		return fmt.Errorf("%w: target must be a relative error > 0 (e.g. 0.1)", ErrConfig)
+	}
+	s.Target = target
+	sz := s.Sizes
+	if sz.UnitsPerGroup <= 0 {
+		return fmt.Errorf("%w: --target needs --units-per-group (the relative error depends on the group size)", ErrConfig)
+	}
+	if s.Worst == nil {
+		return nil
+	}
+	worst := func(c Config, sz Sizes) (float64, bool) {
+		p, err := planFor(c)
+		if err != nil {
+			return 0, false
+		}
+		w := p.sizing(c, sz).Worst
+		if w == nil {
+			return 0, false
+		}
+		return *w, true
+	}
+	add := func(change, key, value string, rel float64) {
+		s.Suggestions = append(s.Suggestions, Suggestion{Change: change, Setting: key, Value: value, Relative: rel, Reaches: rel <= target})
+	}
+	p, err := planFor(c)
+	if err != nil {
+		return err
+	}
+	// More units per group: the plan does not change.
+	relAt := func(n float64) float64 {
+		w := p.sizing(c, Sizes{UnitsPerGroup: n, EventsPerUnit: sz.EventsPerUnit}).Worst
+		if w == nil {
+			return math.Inf(1)
+		}
+		return *w
+	}
+	if n, ok := smallestInt(int(math.Ceil(sz.UnitsPerGroup)), 1<<40, func(n int) bool { return relAt(float64(n)) <= target }); ok {
+		add(fmt.Sprintf("groups of at least %d units per window (a fact of the data, or of a longer window)", n), "data", strconv.Itoa(n), relAt(float64(n)))
+	}
+	// A longer window: k times as long, k·units per group.
+	longer := func(k int) (Config, Sizes) {
+		d := c
+		d.Windows.Size = c.Windows.Size * time.Duration(k)
+		return d, Sizes{UnitsPerGroup: sz.UnitsPerGroup * float64(k), EventsPerUnit: sz.EventsPerUnit}
+	}
+	okLonger := func(k int) bool {
+		if c.Privacy.Horizon != 0 && (k > s.Budget.WindowsPerHorizon || s.Budget.WindowsPerHorizon%k != 0) {
+			return false
+		}
+		d, dz := longer(k)
+		r, ok := worst(d, dz)
+		return ok && r <= target
+	}
+	if c.Privacy.Horizon != 0 {
+		// Divisors of the windows per horizon, in order.
+		for k := 2; k <= s.Budget.WindowsPerHorizon; k++ {
+			if s.Budget.WindowsPerHorizon%k == 0 && okLonger(k) {
+				d, dz := longer(k)
+				r, _ := worst(d, dz)
+				add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+					"windows.size", d.Windows.Size.String(), r)
+				break
+			}
+		}
+	} else if k, ok := smallestInt(2, 1<<20, okLonger); ok {
+		d, dz := longer(k)
+		r, _ := worst(d, dz)
+		add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+			"windows.size", d.Windows.Size.String(), r)
+	}
+	// A larger ε.
+	ekey := "privacy.epsilon"
+	if c.Privacy.Horizon != 0 {
+		ekey = "privacy.horizon_epsilon"
+	}
+	withEps := func(f float64) Config {
+		d := c
+		if c.Privacy.Horizon != 0 {
+			d.Privacy.HorizonEpsilon = c.Privacy.HorizonEpsilon * f
+		} else {
+			d.Privacy.Epsilon = c.Privacy.Epsilon * f
+		}
+		return d
+	}
+	if f, ok := smallestFactor(func(f float64) bool { r, ok := worst(withEps(f), sz); return ok && r <= target }); ok {
+		d := withEps(f)
+		e := d.Privacy.Epsilon
+		if c.Privacy.Horizon != 0 {
+			e = d.Privacy.HorizonEpsilon
+		}
+		r, _ := worst(d, sz)
+		add(fmt.Sprintf("%s %s (%.3g× the ε)", ekey, ceil3(e), f), ekey, ceil3(e), r)
+	}
+	// Bounds tightened to the events per unit.
+	if c.Schema.UnitField != "" && sz.EventsPerUnit > 0 {
+		m := int(math.Ceil(sz.EventsPerUnit))
+		d := c
+		var keys []string
+		if d.Bounds.MaxValues > m {
+			d.Bounds.MaxValues = m
+			keys = append(keys, "bounds.max_values")
+		}
+		if d.Bounds.MaxPerBucket > m {
+			d.Bounds.MaxPerBucket = m
+			keys = append(keys, "bounds.max_per_bucket")
+		}
+		if len(keys) > 0 {
+			if r, ok := worst(d, sz); ok {
+				add(fmt.Sprintf("%s %d (each unit adds about %g events; no contribution is clipped)", joinKeys(keys), m, sz.EventsPerUnit),
+					joinKeys(keys), strconv.Itoa(m), r)
+			}
+		}
+	}
+	// Public groups.
+	if p.sel != nil {
+		d := c
+		g := make([]string, len(c.Schema.GroupBy))
+		for i := range g {
+			g[i] = "example"
+		}
+		d.Privacy.PublicGroups = [][]string{g}
+		if r, ok := worst(d, sz); ok {
+			add("list privacy.public_groups (every listed group is released in every window, no threshold; its ε and δ share goes to the noise)",
+				"privacy.public_groups", "[[...], ...]", r)
+		}
+	}
+	return nil
+}
+
+func joinKeys(keys []string) string {
+	out := ""
+	for i, k := range keys {
+		if i > 0 {
+			out += " and "
+		}
+		out += k
+	}
+	return out
+}
+
+// smallestInt returns the smallest n in [lo, hi] with ok(n), for ok
+// monotone (false then true), by doubling then bisection.
+func smallestInt(lo, hi int, ok func(int) bool) (int, bool) {
+	if ok(lo) {
+		return lo, true
+	}
+	a, b := lo, lo
+	for {
+		if b >= hi {
+			return 0, false
+		}
+		a, b = b, min(b*2, hi)
+		if ok(b) {
+			break
+		}
+	}
+	for b-a > 1 {
+		mid := a + (b-a)/2
+		if ok(mid) {
+			b = mid
+		} else {
+			a = mid
+		}
+	}
+	return b, true
+}
+
+// smallestFactor returns the smallest factor f in (1, 10^4] with ok(f),
+// for ok monotone, to 2% (rounded up).
+func smallestFactor(ok func(float64) bool) (float64, bool) {
+	hi := 2.0
+	for !ok(hi) {
+		hi *= 4
+		if hi > 1e4 {
+			return 0, false
+		}
+	}
+	lo := 1.0
+	for hi/lo > 1.02 {
+		mid := math.Sqrt(lo * hi)
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
+}
+
+// LogAttrs returns the start-up log lines of s: one per released series,
+// one for group selection and one for the budget, each as a message and
+// key-value pairs (the numbers `dpstream plan --json` prints).
+func (s *Sizing) LogAttrs() []SizingLine {
+	var out []SizingLine
+	b := s.Budget
+	args := []any{"unit", b.Unit, "window_size", b.WindowSize, "window_epsilon", b.WindowEpsilon, "window_delta", b.WindowDelta, "accounting", b.Accounting}
+	if b.Horizon != "" {
+		args = append(args, "horizon", b.Horizon, "horizon_epsilon", b.HorizonEpsilon, "horizon_delta", b.HorizonDelta, "windows_per_horizon", b.WindowsPerHorizon)
+	}
+	out = append(out, SizingLine{Msg: "plan: budget", Args: args})
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			args := []any{"aggregate", a.Aggregate, "series", r.Series, "mechanism", r.Mechanism}
+			if r.Mechanism != schema.DerivedMechanism {
+				args = append(args, "scale", r.Scale)
+			}
+			if r.HalfWidth != nil {
+				args = append(args, "half_width", *r.HalfWidth, "level", r.Level)
+			} else {
+				args = append(args, "interval", "up to the whole range")
+			}
+			if r.Auto {
+				args = append(args, "auto", true)
+			}
+			out = append(out, SizingLine{Msg: "plan: " + a.Aggregate + "." + r.Series, Args: args})
+		}
+		if !slices.ContainsFunc(a.Series, func(r SeriesSizing) bool { return r.Mechanism == schema.DerivedMechanism }) && a.Aggregate == AggMean {
+			out = append(out, SizingLine{Msg: "plan: mean.mean", Args: []any{"aggregate", a.Aggregate, "series", schema.SeriesMean,
+				"mechanism", schema.DerivedMechanism, "interval", "from the sum's and count's; the whole [lower, upper] until the count's interval excludes 0"}})
+		}
+	}
+	if sel := s.Selection; sel != nil {
+		out = append(out, SizingLine{Msg: "plan: group selection", Args: []any{"mechanism", sel.Mechanism, "scale", sel.Scale,
+			"threshold", sel.Threshold, "units_for_50pct", sel.Units50, "units_for_95pct", sel.Units95,
+			"hint", "a group is released in a window only if its units + noise reach the threshold; see `dpstream plan`"}})
+	}
+	return out
+}
+
+// SizingLine is one start-up log line of the plan summary.
+type SizingLine struct {
+	Msg  string
+	Args []any
+}
+
+// logSizing writes the plan summary to the start-up log.
+func (o *Operator) logSizing() {
+	for _, l := range o.Sizing().LogAttrs() {
+		o.log.Info(l.Msg, l.Args...)
+	}
+	o.log.Debug("accounting note", "note", o.plan.note)
+}
