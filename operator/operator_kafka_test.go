@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,23 +52,45 @@ func runUntil(t *testing.T, op *Operator, lastStart int64, published chan int64,
 	}
 }
 
-// newTestOperator builds an operator with the test key, a quiet logger, its
-// own registry, the test clock (testClock: consistent with the simulated
+// newTestOperator builds an operator with the test key, a logger, its own
+// registry, the test clock (testClock: consistent with the simulated
 // arrival times of the latest test stream), and a hook sending the start
-// of every published window.
+// of every published window. The logger collects every line at debug level
+// (shown with -v); when the test ends, scanLogs fails it if any line holds
+// the noise key or a unit id of the test streams.
 func newTestOperator(t *testing.T, c Config) (*Operator, chan int64) {
 	t.Helper()
 	ch := make(chan int64, 1024)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
+	sink := &logSink{}
+	log := sink.logger(t)
+	t.Cleanup(func() { scanLogs(t, sink) })
 	op, err := New(c, WithKey(testKey()), WithLogger(log), WithRegistry(prometheus.NewRegistry()),
 		WithClock(testClock(c.Windows.IdleTimeout)), WithReleaseHook(func(p Published) { ch <- p.Window.Start }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return op, ch
+}
+
+// testStreamUnits is more than the number of units any test stream
+// (genStream) has: their ids are "user-0" … "user-<n-1>", plus the
+// flooding unit "flood" of spreadMessages.
+const testStreamUnits = 1000
+
+// scanLogs fails t if a line of sink holds the noise key (raw, hex,
+// base64) or, as a whole token, a unit id of the test streams. (Event
+// values of genStream are small numbers that a log line could hold by
+// chance; TestKafkaSecurity scans for values made unique for that.)
+func scanLogs(t *testing.T, sink *logSink) {
+	var sec secrets
+	sec.key()
+	for u := range testStreamUnits {
+		sec.token("unit id", "user-"+strconv.Itoa(u))
+	}
+	sec.token("unit id", "flood")
+	for _, f := range sec.find(sink.String()) {
+		t.Error(f)
+	}
 }
 
 type testWriter struct{ t *testing.T }
