@@ -338,6 +338,8 @@ const (
 // alone, once per mode (the machine's cores are the limit):
 //
 //	DPSTREAM_TEST_BROKERS=127.0.0.1:9092 go test -run '^$' -bench KafkaThroughput -benchtime 1x ./cmd/dpstream/
+//
+// (with DPSTREAM_BENCH_KEY=unit for input keyed by unit, see below).
 func BenchmarkKafkaThroughput(b *testing.B) {
 	brokers := kafkatest.Brokers(b)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -351,7 +353,14 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := keyByEvent(g)
+	// DPSTREAM_BENCH_KEY=unit keeps the generator's keying by meter (each
+	// unit on one partition, the layout the README recommends); the
+	// default keys by event, spreading every unit over all partitions (the
+	// merge stage's worst case).
+	s := g
+	if os.Getenv("DPSTREAM_BENCH_KEY") != "unit" {
+		s = keyByEvent(g)
+	}
 	events := len(s.Msgs)
 	if err := createDemoTopic(ctx, brokers, c.in, benchPartitions); err != nil {
 		b.Fatal(err)
