@@ -22,6 +22,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=common.sh
+. "$here/common.sh"
 lib="$here/lib"
 data="$here/data"
 run="$here/run"
@@ -82,45 +84,9 @@ advertised.listeners=PLAINTEXT://$host:$port
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs=$data/kraft-combined-logs
-num.partitions=1
-default.replication.factor=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-auto.create.topics.enable=true
-delete.topic.enable=true
-num.network.threads=2
-num.io.threads=2
-# No time-based retention: the tests produce records stamped with simulated
-# arrival times in the past (CreateTime, e.g. 2024), which a time limit would
-# delete at the broker's first retention check (30 s after start) while a
-# test still reads them. Disk is bounded by size instead (256 MiB a partition).
-log.retention.ms=-1
-log.retention.bytes=268435456
-log.segment.bytes=67108864
 EOF
-  cat >"$run/log4j.properties" <<EOF
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$logfile
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
-log4j.logger.state.change.logger=WARN
-log4j.logger.kafka.request.logger=WARN
-EOF
-  cat >"$run/tools-log4j.properties" <<EOF
-log4j.rootLogger=ERROR, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=%p %m%n
-EOF
+  single_node_properties "$data" true >>"$run/server.properties"
+  write_log4j "$run" "$logfile"
 }
 
 format_storage() {

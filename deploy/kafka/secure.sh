@@ -34,6 +34,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=common.sh
+. "$here/common.sh"
 lib="$here/lib"
 dir="$here/secure"
 data="$dir/data"
@@ -181,44 +183,11 @@ listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.se
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN
 listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$user="$plain_pw";
-log.dirs=$data/kraft-combined-logs
-num.partitions=1
-default.replication.factor=1
-offsets.topic.replication.factor=1
-offsets.topic.num.partitions=4
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-min.insync.replicas=1
-group.initial.rebalance.delay.ms=0
-# Off, unlike kafka.sh: a metadata request must not create a missing topic
-# (the tests check that a missing topic is named).
-auto.create.topics.enable=false
-delete.topic.enable=true
-num.network.threads=2
-num.io.threads=2
-# As in kafka.sh: the tests produce records with simulated past timestamps.
-log.retention.ms=-1
-log.retention.bytes=268435456
-log.segment.bytes=67108864
 EOF
-  cat >"$dir/log4j.properties" <<EOF
-log4j.rootLogger=INFO, file
-log4j.appender.file=org.apache.log4j.FileAppender
-log4j.appender.file.File=$logfile
-log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka=INFO
-log4j.logger.org.apache.kafka=INFO
-log4j.logger.state.change.logger=WARN
-log4j.logger.kafka.request.logger=WARN
-EOF
-  cat >"$dir/tools-log4j.properties" <<EOF
-log4j.rootLogger=ERROR, stderr
-log4j.appender.stderr=org.apache.log4j.ConsoleAppender
-log4j.appender.stderr.Target=System.err
-log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
-log4j.appender.stderr.layout.ConversionPattern=%p %m%n
-EOF
+  # auto.create.topics.enable is off, unlike kafka.sh: a metadata request must
+  # not create a missing topic (the tests check that a missing topic is named).
+  single_node_properties "$data" false >>"$dir/server.properties"
+  write_log4j "$dir" "$logfile"
   cat >"$dir/broker.json" <<EOF
 {
   "ssl": "$host:$p_ssl",

@@ -1,0 +1,54 @@
+# common.sh — what deploy/kafka/kafka.sh and deploy/kafka/secure.sh write
+# alike for a single-node KRaft test broker. Sourced, not run.
+
+# single_node_properties DATA AUTO_CREATE prints the server.properties
+# settings of a one-node test broker (data under DATA; AUTO_CREATE true or
+# false for auto.create.topics.enable), after the listener settings.
+single_node_properties() {
+  cat <<PROPS
+log.dirs=$1/kraft-combined-logs
+num.partitions=1
+default.replication.factor=1
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=4
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+min.insync.replicas=1
+group.initial.rebalance.delay.ms=0
+auto.create.topics.enable=$2
+delete.topic.enable=true
+num.network.threads=2
+num.io.threads=2
+# No time-based retention: the tests produce records stamped with simulated
+# arrival times in the past (CreateTime, e.g. 2024), which a time limit would
+# delete at the broker's first retention check (30 s after start) while a
+# test still reads them. Disk is bounded by size instead (256 MiB a partition).
+log.retention.ms=-1
+log.retention.bytes=268435456
+log.segment.bytes=67108864
+PROPS
+}
+
+# write_log4j DIR LOGFILE writes DIR/log4j.properties (the broker's log, to
+# LOGFILE) and DIR/tools-log4j.properties (the command-line tools: errors
+# only, to stderr).
+write_log4j() {
+  cat >"$1/log4j.properties" <<PROPS
+log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File=$2
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka=INFO
+log4j.logger.org.apache.kafka=INFO
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.request.logger=WARN
+PROPS
+  cat >"$1/tools-log4j.properties" <<PROPS
+log4j.rootLogger=ERROR, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=%p %m%n
+PROPS
+}
