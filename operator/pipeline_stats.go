@@ -7,6 +7,7 @@ package operator
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
@@ -159,8 +160,8 @@ func quantileNodes(ap *aggPlan, g *windows.Group, s *privacy.Stream) ([]float64,
 func (p *plan) quantileNote() string {
 	for _, ap := range p.aggs {
 		if ap.kind == schema.KindQuantiles {
-			return fmt.Sprintf("; quantiles %v from one tree of %d^%d leaves over [%g, %g] (Hay et al. consistency, top-down walk), intervals hold together when every noised prefix count is within ±%g (level %g), rank error ≤ 2(1+q)·%g",
-				ap.labels, ap.tree.Branching, ap.tree.Depth, ap.tree.Lower, ap.tree.Upper, ap.rankH, 1-ap.noises[0].beta, ap.rankH)
+			return fmt.Sprintf("; quantiles %s from one tree of %d^%d leaves over [%g, %g] (Hay et al. consistency, top-down walk), intervals hold together when every noised prefix count is within ±%g (level %g), rank error ≤ 2(1+q)·%g",
+				strings.Join(ap.labels, ", "), ap.tree.Branching, ap.tree.Depth, ap.tree.Lower, ap.tree.Upper, ap.rankH, 1-ap.noises[0].beta, ap.rankH)
 		}
 	}
 	return ""

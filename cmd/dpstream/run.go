@@ -35,7 +35,8 @@ closed window's noised aggregates to the output topic.
 Configuration: a YAML file (--config), DPSTREAM_* environment variables
 (kafka.group_id -> DPSTREAM_KAFKA_GROUP_ID) and flags, in increasing
 precedence. --check-config validates and exits: it prints every problem on
-its own line, or "config ok". SIGTERM or SIGINT drains: closed windows are
+its own line, or "config ok" followed by the calibration (every part's mechanism,
+scale and derived sensitivity). SIGTERM or SIGINT drains: closed windows are
 published, final offsets committed, and the process exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,10 +63,14 @@ published, final offsets committed, and the process exits.`,
 						problems = append(problems, err.Error())
 					}
 				}
+				var note string
 				if len(problems) == 0 {
 					// Calibration of every vector (infeasible budgets).
-					if _, err := operator.New(cfg); err != nil {
+					op, err := operator.New(cfg)
+					if err != nil {
 						problems = append(problems, err.Error())
+					} else {
+						note = op.Note()
 					}
 				}
 				for _, p := range problems {
@@ -75,6 +80,10 @@ published, final offsets committed, and the process exits.`,
 					return fmt.Errorf("%w (%d)", errCheckFailed, len(problems))
 				}
 				fmt.Fprintln(out, "config ok")
+				// What the plan derived: every part's mechanism, scale and
+				// sensitivity, and the budget (also in every release's
+				// note; dpstream plan says more).
+				fmt.Fprintln(out, "calibration:", note)
 				return nil
 			}
 			cfg, err := operator.Load(file, cmd.Flags())

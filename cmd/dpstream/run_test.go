@@ -24,8 +24,29 @@ func runCLI(t *testing.T, args ...string) (string, error) {
 func TestRunCheckConfigExample(t *testing.T) {
 	t.Setenv("DPSTREAM_KEY", strings.Repeat("ab", 32))
 	out, err := runCLI(t, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"), "--check-config")
-	if err != nil || strings.TrimSpace(out) != "config ok" {
+	first, rest, _ := strings.Cut(out, "\n")
+	if err != nil || first != "config ok" || !strings.HasPrefix(rest, "calibration: ") {
 		t.Fatalf("check-config on the example: %v\n%s", err, out)
+	}
+}
+
+// TestRunCheckConfigShowsSensitivities: --check-config prints what the
+// plan derived for every part, the new aggregates' sensitivities included
+// (derived from the bounds, never configured).
+func TestRunCheckConfigShowsSensitivities(t *testing.T) {
+	t.Setenv("DPSTREAM_KEY", strings.Repeat("ab", 32))
+	out, err := runCLI(t, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"),
+		"--set", "windows.aggregates=count,units,variance,quantiles", "--check-config")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"units.units: ", "variance.count: ", "variance.sum: ", "variance.sum_sq: ", "quantiles.tree: ", "(L0=", "L∞=", "quantiles 0.5, 0.9, 0.99 from one tree"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--check-config output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[0.5 0.9 0.99]") {
+		t.Errorf("a list printed in Go syntax:\n%s", out)
 	}
 }
 
