@@ -52,3 +52,45 @@ log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
 log4j.appender.stderr.layout.ConversionPattern=%p %m%n
 PROPS
 }
+
+# The callers define say MESSAGE (to stderr, with their name), host and
+# pidfile.
+
+# need CMD WHY exits with a message unless CMD is on PATH.
+need() {
+  command -v "$1" >/dev/null 2>&1 || { say "$1 not found on PATH ($2)"; exit 1; }
+}
+
+# port_open PORT: true if something accepts TCP connections on $host:PORT.
+port_open() { (exec 3<>"/dev/tcp/$host/$1") 2>/dev/null; }
+
+# pid_alive: the process in $pidfile runs.
+pid_alive() {
+  [ -f "$pidfile" ] || return 1
+  local pid
+  pid="$(cat "$pidfile" 2>/dev/null || true)"
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+# api_versions_ok LIB CONFDIR BOOTSTRAP: the broker at BOOTSTRAP answers an
+# ApiVersions round trip through the Kafka admin client (so it is
+# registered with the controller, not merely listening).
+api_versions_ok() {
+  timeout 30 java -cp "$1/*" -Dlog4j.configuration="file:$2/tools-log4j.properties" \
+    kafka.admin.BrokerApiVersionsCommand --bootstrap-server "$3" >/dev/null 2>&1
+}
+
+# kill_broker PID: SIGTERM, then SIGKILL if it still runs after 30 s (a
+# clean shutdown of a test broker takes a few seconds).
+kill_broker() {
+  local i
+  kill -TERM "$1" 2>/dev/null || true
+  for i in $(seq 1 60); do
+    kill -0 "$1" 2>/dev/null || break
+    sleep 0.5
+  done
+  if kill -0 "$1" 2>/dev/null; then
+    say "still running after 30s; sending SIGKILL"
+    kill -KILL "$1" 2>/dev/null || true
+  fi
+}

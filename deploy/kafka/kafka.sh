@@ -41,26 +41,8 @@ stamp="$lib/.complete-3.9.1"
 
 say() { echo "kafka.sh: $*" >&2; }
 
-need() {
-  command -v "$1" >/dev/null 2>&1 || { say "$1 not found on PATH ($2)"; exit 1; }
-}
-
-# port_open PORT: true if something accepts TCP connections on $host:PORT.
-port_open() { (exec 3<>"/dev/tcp/$host/$1") 2>/dev/null; }
-
-pid_alive() {
-  [ -f "$pidfile" ] || return 1
-  local pid
-  pid="$(cat "$pidfile" 2>/dev/null || true)"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
-
-# metadata_ok: the broker answers an ApiVersions/metadata round trip through the
-# Kafka admin client (so it is registered with the controller, not merely listening).
-metadata_ok() {
-  timeout 30 java -cp "$lib/*" -Dlog4j.configuration="file:$run/tools-log4j.properties" \
-    kafka.admin.BrokerApiVersionsCommand --bootstrap-server "$bootstrap" >/dev/null 2>&1
-}
+# metadata_ok: the broker answers an ApiVersions round trip (see common.sh).
+metadata_ok() { api_versions_ok "$lib" "$run" "$bootstrap"; }
 
 fetch_jars() {
   if [ -f "$stamp" ]; then return; fi
@@ -168,16 +150,7 @@ stop() {
   local pid
   pid="$(cat "$pidfile")"
   say "stopping broker (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  local i
-  for i in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still running after 30s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
+  kill_broker "$pid"
   rm -f "$pidfile"
   say "stopped"
 }

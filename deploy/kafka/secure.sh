@@ -59,25 +59,9 @@ user=dpstream
 
 say() { echo "secure.sh: $*" >&2; }
 
-need() {
-  command -v "$1" >/dev/null 2>&1 || { say "$1 not found on PATH ($2)"; exit 1; }
-}
-
-port_open() { (exec 3<>"/dev/tcp/$host/$1") 2>/dev/null; }
-
-pid_alive() {
-  [ -f "$pidfile" ] || return 1
-  local pid
-  pid="$(cat "$pidfile" 2>/dev/null || true)"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
-
 # metadata_ok: the broker answers an ApiVersions round trip on the internal
-# plaintext listener (registered with the controller, not merely listening).
-metadata_ok() {
-  timeout 30 java -cp "$lib/*" -Dlog4j.configuration="file:$dir/tools-log4j.properties" \
-    kafka.admin.BrokerApiVersionsCommand --bootstrap-server "$host:$p_internal" >/dev/null 2>&1
-}
+# plaintext listener (see common.sh).
+metadata_ok() { api_versions_ok "$lib" "$dir" "$host:$p_internal"; }
 
 # gen_certs writes, into $certs: ca.pem (the test CA), server.pem (key +
 # chain, the broker's PEM keystore), client.pem/client.key (signed by the
@@ -275,18 +259,10 @@ start() {
 
 stop() {
   if pid_alive; then
-    local pid i
+    local pid
     pid="$(cat "$pidfile")"
     say "stopping the secure broker (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    for i in $(seq 1 60); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.5
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      say "still running after 30s; sending SIGKILL"
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
+    kill_broker "$pid"
   else
     say "not running"
   fi
