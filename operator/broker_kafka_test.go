@@ -62,8 +62,15 @@ func createTopic(t testing.TB, c *clients, name string, n int) {
 // testStream.messages), standing in for LogAppendTime in a live stream.
 func produce(t testing.TB, brokers []string, topic string, msgs []kafka.Message) {
 	t.Helper()
+	produceVia(t, brokers, nil, topic, msgs)
+}
+
+// produceVia is produce through transport (nil: kafka-go's default; a
+// clients' transport carries its TLS and SASL settings).
+func produceVia(t testing.TB, brokers []string, transport kafka.RoundTripper, topic string, msgs []kafka.Message) {
+	t.Helper()
 	w := &kafka.Writer{
-		Addr: kafka.TCP(brokers...), Topic: topic, Balancer: kafka.Murmur2Balancer{},
+		Addr: kafka.TCP(brokers...), Topic: topic, Transport: transport, Balancer: kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 5000,
 	}
 	defer w.Close()

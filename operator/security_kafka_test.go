@@ -222,33 +222,7 @@ func secureStream(seed uint64, nWindows, nUsers int, sec *secrets) testStream {
 // secureProduce writes msgs to topic through cl's (TLS, SASL) transport.
 func secureProduce(t *testing.T, cl *clients, topic string, msgs []kafka.Message) {
 	t.Helper()
-	w := &kafka.Writer{
-		Addr: kafka.TCP(cl.brokers...), Topic: topic, Transport: cl.transport, Balancer: kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll, BatchTimeout: 5 * time.Millisecond, BatchSize: 5000,
-	}
-	defer w.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
-		err := w.WriteMessages(ctx, msgs...)
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("producing %d messages to %s: %v", len(msgs), topic, err)
-		}
-		var we kafka.WriteErrors
-		if errors.As(err, &we) {
-			var failed []kafka.Message
-			for i, e := range we {
-				if e != nil {
-					failed = append(failed, msgs[i])
-				}
-			}
-			msgs = failed
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	produceVia(t, cl.brokers, cl.transport, topic, msgs)
 }
 
 // listener is one way of connecting to the security test broker.
