@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"reflect"
 	"slices"
@@ -181,16 +182,7 @@ func leafKeys(v reflect.Value, prefix string) func(func(string, any) bool) {
 	return func(yield func(string, any) bool) {
 		var walk func(v reflect.Value, prefix string) bool
 		walk = func(v reflect.Value, prefix string) bool {
-			t := v.Type()
-			for i := range t.NumField() {
-				tag := t.Field(i).Tag.Get("mapstructure")
-				if tag == "" {
-					continue
-				}
-				key := tag
-				if prefix != "" {
-					key = prefix + "." + tag
-				}
+			for key, i := range taggedFields(v.Type(), prefix) {
 				f := v.Field(i)
 				if f.Kind() == reflect.Pointer {
 					if f.IsNil() {
@@ -217,6 +209,26 @@ func leafKeys(v reflect.Value, prefix string) func(func(string, any) bool) {
 	}
 }
 
+// taggedFields yields the config key (prefix.tag) and index of every field
+// of struct type t with a mapstructure tag, in field order.
+func taggedFields(t reflect.Type, prefix string) iter.Seq2[string, int] {
+	return func(yield func(string, int) bool) {
+		for i := range t.NumField() {
+			tag := t.Field(i).Tag.Get("mapstructure")
+			if tag == "" {
+				continue
+			}
+			key := tag
+			if prefix != "" {
+				key = prefix + "." + tag
+			}
+			if !yield(key, i) {
+				return
+			}
+		}
+	}
+}
+
 // keyKind is how a config key's value is typed, for readable type errors.
 type keyKind uint8
 
@@ -239,15 +251,7 @@ func configKeys() map[string]keyKind {
 	out := map[string]keyKind{}
 	var walk func(t reflect.Type, prefix string)
 	walk = func(t reflect.Type, prefix string) {
-		for i := range t.NumField() {
-			tag := t.Field(i).Tag.Get("mapstructure")
-			if tag == "" {
-				continue
-			}
-			key := tag
-			if prefix != "" {
-				key = prefix + "." + tag
-			}
+		for key, i := range taggedFields(t, prefix) {
 			ft := t.Field(i).Type
 			if ft.Kind() == reflect.Pointer {
 				ft = ft.Elem()
