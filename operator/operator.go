@@ -771,6 +771,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			for i := range batch {
 				o.consume(c, &batch[i], &dlq, makeRoom)
 			}
+			putItems(batch)
 		case r := <-results:
 			if err := handle(r); err != nil {
 				close(jobs)
@@ -813,6 +814,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 					for i := range batch {
 						o.consume(c, &batch[i], &dlq, makeRoom)
 					}
+					putItems(batch)
 					continue
 				default:
 				}
@@ -1112,8 +1114,9 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 		issued := o.now() // before the broker takes the high watermark below
 		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 8 << 20, MaxWait: fetchMaxWait})
 		hwm := batch.HighWaterMark()
-		msgs := make([]item, 0, 256)
+		msgs := getItems()
 		var rerr error
+		records := 0
 		for {
 			m, err := batch.ReadMessage()
 			if err != nil {
@@ -1133,6 +1136,19 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 			it := &msgs[len(msgs)-1]
 			decode(dec, it)
 			offset = m.Offset + 1
+			records++
+			if len(msgs) == itemChunk {
+				// Hand over a full chunk: a fetch of MaxBytes holds tens of
+				// thousands of records, and one growing slice of them cost
+				// a fifth of the CPU (copies into fresh pages).
+				select {
+				case out <- msgs:
+				case <-ctx.Done():
+					batch.Close()
+					return
+				}
+				msgs = getItems()
+			}
 		}
 		end := max(offset, batch.Offset()) // past compacted records at the end of the batch
 		cerr := batch.Close()
@@ -1141,12 +1157,14 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 		complete := func(err error) bool {
 			return err == nil || errors.Is(err, io.EOF) || errors.Is(err, kafka.RequestTimedOut)
 		}
-		records := len(msgs)
 		if complete(cerr) && complete(rerr) && end >= hwm {
 			// Read to the end: every later record is appended after the
 			// fetch was issued. The marker follows this fetch's messages,
 			// so the loop sees it after them (see core.caughtUp).
 			msgs = append(msgs, item{m: kafka.Message{Topic: topic, Partition: pa.ID, Offset: end, HighWaterMark: hwm}, caughtUp: issued})
+		}
+		if records > 0 || len(msgs) > 0 {
+			backoff = o.cfg.Kafka.RetryBackoff
 		}
 		if len(msgs) > 0 {
 			select {
@@ -1154,7 +1172,8 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 			case <-ctx.Done():
 				return
 			}
-			backoff = o.cfg.Kafka.RetryBackoff
+		} else {
+			putItems(msgs)
 		}
 		err := cerr
 		if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
