@@ -29,15 +29,18 @@ import (
 func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) error {
 	k := o.cfg.Kafka
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:               k.mergeGroup(),
+		ID: k.mergeGroup(),
+		// The merging instance is the one the input group gives the
+		// smaller share (balance.go).
+		GroupBalancers:   []kafka.GroupBalancer{mergeBalancer{o.token}, kafka.RangeGroupBalancer{}},
 		Brokers:          cl.brokers,
 		Dialer:           cl.dialer,
 		Topics:           []string{k.partialsTopic()},
 		SessionTimeout:   k.SessionTimeout,
 		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every second (kafka-go's default is 3 s): members
-		// notice a join or leave, and rebalance, that much sooner.
-		HeartbeatInterval: min(time.Second, k.SessionTimeout/3),
+		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
+		// a member learns of a rebalance at its next heartbeat.
+		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
 		JoinGroupBackoff:  k.RetryBackoff,
 		StartOffset:       kafka.FirstOffset,
 		Logger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),

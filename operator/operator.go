@@ -34,6 +34,7 @@ type Operator struct {
 	instance string
 	hook     func(Published)
 	health   health
+	token    []byte // scale-out: this instance's token in both consumer groups (balance.go)
 
 	// crash, when set (tests only), is asked at each publication stage
 	// ("half": write half of the releases; "releases": all written, state
@@ -89,7 +90,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	o := &Operator{cfg: cfg, now: time.Now, addrReady: make(chan struct{})}
+	o := &Operator{cfg: cfg, now: time.Now, addrReady: make(chan struct{}), token: newBalancerToken()}
 	for _, opt := range opts {
 		opt(o)
 	}
@@ -318,16 +319,24 @@ func (o *Operator) Run(ctx context.Context) error {
 	if k.StartOffset == "latest" {
 		startOffset = kafka.LastOffset
 	}
+	// Scale-out: the instance that merges reads fewer input partitions
+	// (balance.go); "range", kafka-go's default, when an instance of an
+	// older version is in the group.
+	var balancers []kafka.GroupBalancer
+	if k.ScaleOut {
+		balancers = []kafka.GroupBalancer{inputBalancer{o.token}, kafka.RangeGroupBalancer{}}
+	}
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:               k.GroupID,
+		GroupBalancers:   balancers,
 		Brokers:          cl.brokers,
 		Dialer:           cl.dialer,
 		Topics:           k.InputTopics,
 		SessionTimeout:   k.SessionTimeout,
 		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every second (kafka-go's default is 3 s): members
-		// notice a join or leave, and rebalance, that much sooner.
-		HeartbeatInterval: min(time.Second, k.SessionTimeout/3),
+		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
+		// a member learns of a rebalance at its next heartbeat.
+		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
 		JoinGroupBackoff:  k.RetryBackoff,
 		StartOffset:       startOffset,
 		// Rebalance when input partitions appear (a topic created after
@@ -377,6 +386,15 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.log.Info("stopped")
 	return nil
 }
+
+// heartbeatInterval is the consumer groups' heartbeat period. A member
+// learns that the group rebalances (an instance joined or left) only at
+// its next heartbeat, so a scale-out deployment stands partly idle for up
+// to this long at every rebalance: with 1 s, the second instance of a
+// two-instance start waited 1.0–1.2 s for the first to notice it
+// (BenchmarkKafkaThroughput's logs, 2026-11-24). Four heartbeats a second
+// per member and group are negligible for a broker.
+const heartbeatInterval = 250 * time.Millisecond
 
 // stateSegmentMs is the state topic's segment.ms, one hour: a segment is
 // compacted after it closes, so the topic holds about an hour of records

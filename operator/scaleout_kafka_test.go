@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -143,4 +144,56 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 			t.Errorf("release %q differs between one and three instances", k)
 		}
 	}
+}
+
+// TestKafkaScaleOutMergerShare: with two instances on an 8-partition
+// input, the instance that merges (stage 2) settles with 3 input
+// partitions and the other with 5 (balance.go; kafka-go's default
+// "range" gives 4 and 4, so this fails without the dpstream balancers).
+func TestKafkaScaleOutMergerShare(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in := uniqueName("dpstream-share-in")
+	createTopic(t, cl, in, 8)
+	c := testConfig(brokers, in, uniqueName("dpstream-share-out"), uniqueName("dpstream-share"))
+	c.Kafka.CreateTopics = true
+	c.Kafka.ScaleOut = true
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	var ops []*Operator
+	for range 2 {
+		op, _ := newTestOperator(t, c)
+		ops = append(ops, op)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := op.Run(ctx); err != nil {
+				t.Errorf("instance: %v", err)
+			}
+		}()
+	}
+	// Both groups settle within a few heartbeats; the deadline is far
+	// beyond that (the session timeout is 10 s).
+	deadline := time.Now().Add(60 * time.Second)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = last[:0]
+		merger, shares := -1, map[int]string{}
+		for i, op := range ops {
+			s := op.health.stageLines()
+			last = append(last, s)
+			if strings.Contains(s, "merge: merging") {
+				merger = i
+			}
+			if _, rest, ok := strings.Cut(s, "partial: "); ok {
+				shares[i], _, _ = strings.Cut(rest, "\n")
+			}
+		}
+		if merger >= 0 && shares[merger] == "3 of 8 input partitions" && shares[1-merger] == "5 of 8 input partitions" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the instances did not settle with the merger on 3 of 8 partitions; their stages:\n%s", strings.Join(last, "---\n"))
 }
