@@ -202,12 +202,26 @@ func (c *crashTest) start(cfg string) *proc {
 			<-p.done
 		}
 	})
+	// DPSTREAM_TEST_LOGS=<dir> keeps every process's whole log there, each
+	// line prefixed with the time the test read it (to study a run: the
+	// tail in failure messages is only the last lines).
+	var logFile *os.File
+	if dir := os.Getenv("DPSTREAM_TEST_LOGS"); dir != "" {
+		f, err := os.CreateTemp(dir, strings.TrimSuffix(filepath.Base(cfg), ".yaml")+"-*.log")
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		logFile = f
+	}
 	go func() {
 		var once sync.Once
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
+			if logFile != nil {
+				fmt.Fprintf(logFile, "%s %s\n", time.Now().Format("15:04:05.000"), line)
+			}
 			gen := strings.Contains(line, `"generation started"`)
 			p.mu.Lock()
 			p.tail = append(p.tail, line)
@@ -229,6 +243,9 @@ func (c *crashTest) start(cfg string) *proc {
 			}
 		}
 		_, _ = io.Copy(io.Discard, stderr)
+		if logFile != nil {
+			logFile.Close()
+		}
 		err := p.cmd.Wait()
 		close(p.exited)
 		p.done <- err

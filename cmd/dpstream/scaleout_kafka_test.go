@@ -325,24 +325,34 @@ const (
 // BenchmarkKafkaThroughput measures events/s of dpstream run subprocesses,
 // each with GOMAXPROCS=1, catching up on an input produced beforehand
 // (12M readings over 8 partitions, keyed by event so that every meter's
-// readings spread over partitions): one instance without scale_out
-// ("single"), one instance with kafka.scale_out ("scaleout1") and two
-// ("scaleout2"). events/s is the number of input messages divided by the
-// time from starting the processes until the output topic holds every
-// release of the last window; startup-s is the time until the last
-// "generation started" log line of the run (the instances' final
-// assignment); max-cpu-s is the CPU time of the busiest instance (user and
-// system, until it exited after the run). Every mode must publish the same
-// releases as "single".
+// readings spread over partitions) in three modes: one instance without
+// scale_out ("single"), one instance with kafka.scale_out ("scaleout1")
+// and two ("scaleout2"). Every round (b.N of them) runs the three modes
+// one after the other, so that the ratios compare runs minutes apart on
+// the same broker and machine; the reported figures are medians over the
+// rounds (and every round is logged).
+//
+// events/s is the number of input messages divided by the time from
+// starting the processes until the output topic holds every release of
+// the last window; startup-s is the time until the last "generation
+// started" log line of the run (the instances' final assignment); cpu-s
+// is the CPU time of all its instances (user and system, until they
+// exited after the run); busy is the share of the machine's cores in use
+// (everything on it: dpstream, the broker, this test) and steal the share
+// of its cores' time the hypervisor gave to others. Every mode must
+// publish the same releases as "single".
+//
 // Generating the stream takes about 9 GB of memory for a moment. Run it
-// alone, once per mode (the machine's cores are the limit):
+// alone (the machine's cores are the limit), with 3 rounds:
 //
-//	DPSTREAM_TEST_BROKERS=127.0.0.1:9092 go test -run '^$' -bench KafkaThroughput -benchtime 1x ./cmd/dpstream/
+//	DPSTREAM_TEST_BROKERS=127.0.0.1:9092 go test -run '^$' -bench KafkaThroughput -benchtime 3x ./cmd/dpstream/
 //
-// (with DPSTREAM_BENCH_KEY=unit for input keyed by unit, see below).
+// DPSTREAM_BENCH_KEY=unit keeps the input keyed by unit (see below);
+// DPSTREAM_BENCH_MODES=scaleout1,scaleout2 runs only those modes (to
+// profile one).
 func BenchmarkKafkaThroughput(b *testing.B) {
 	brokers := kafkatest.Brokers(b)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	c := newCrashTest(b, brokers, "dpstream-bench")
 	c.env = []string{"GOMAXPROCS=1"}
@@ -375,86 +385,134 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 	debug.FreeOSMemory()
 	wantReleases := benchWindows * len(synthRegions) * len(aggregateOrder)
 
-	var single map[string][][]byte
-	for _, mode := range []struct {
+	type mode struct {
 		name      string
 		instances int
 		scaleOut  bool
-	}{{"single", 1, false}, {"scaleout1", 1, true}, {"scaleout2", 2, true}} {
-		b.Run(mode.name, func(b *testing.B) {
-			for run := range b.N {
-				mc := *c
-				mc.t = b
-				name := fmt.Sprintf("%s-%d", mode.name, run)
-				group, out := c.ns+"-"+name, c.ns+"-"+name+"-out"
-				var extra []string
-				if mode.scaleOut {
-					extra = append(extra, "scale_out: true")
-				}
-				cfg := mc.writeConfig(name, group, out, extra...)
-				brokerCPU0, machine0 := brokerCPU(), machineCPU()
-				start := time.Now()
-				var ps []*proc
-				for range mode.instances {
-					ps = append(ps, mc.start(cfg))
-				}
-				mc.waitOutputCount(ctx, out, wantReleases, ps...)
-				elapsed := time.Since(start)
-				brokerCPU1, machine1 := brokerCPU(), machineCPU()
-				var lastGen time.Time
-				gens := 0
-				for _, p := range ps {
-					p.mu.Lock()
-					for _, t := range p.gens {
-						if t.Before(start.Add(elapsed)) && t.After(lastGen) {
-							lastGen = t
-						}
-					}
-					gens += len(p.gens)
-					p.mu.Unlock()
-				}
-				var cpu []string
-				var cpuSum, cpuMax time.Duration
-				for _, p := range ps {
-					mc.stop(p)
-					d := p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
-					cpu = append(cpu, d.Round(10*time.Millisecond).String())
-					cpuSum, cpuMax = cpuSum+d, max(cpuMax, d)
-				}
-				startup := lastGen.Sub(start)
-				b.ReportMetric(float64(events)/elapsed.Seconds(), "events/s")
-				b.ReportMetric(elapsed.Seconds(), "run-s")
-				b.ReportMetric(startup.Seconds(), "startup-s")
-				b.ReportMetric(cpuMax.Seconds(), "max-cpu-s")
-				var machineNote string
-				if brokerCPU0 >= 0 && brokerCPU1 >= 0 {
-					b.ReportMetric((brokerCPU1 - brokerCPU0).Seconds(), "broker-cpu-s")
-					machineNote = fmt.Sprintf("; the broker used %v CPU", (brokerCPU1 - brokerCPU0).Round(10*time.Millisecond))
-				}
-				if machine0.total > 0 && machine1.total > machine0.total {
-					busy := 1 - float64(machine1.idle-machine0.idle)/float64(machine1.total-machine0.total)
-					b.ReportMetric(busy, "machine-busy")
-					machineNote += fmt.Sprintf("; the machine's cores were %.0f%% busy (everything on it)", 100*busy)
-				}
-				b.Logf("%s: %d instance(s) started at %s, %d events in %v: %.0f events/s; last generation started at %v (%.0f%% of the run), "+
-					"%d generations in all; CPU time per instance (to its exit) %s%s",
-					mode.name, mode.instances, start.Format("15:04:05.000"), events, elapsed.Round(time.Millisecond), float64(events)/elapsed.Seconds(),
-					startup.Round(time.Millisecond), 100*startup.Seconds()/elapsed.Seconds(), gens, strings.Join(cpu, ", "), machineNote)
-				got := mc.releases(ctx, out)
-				if len(got) != wantReleases {
-					b.Fatalf("%s published %d release keys, want %d", mode.name, len(got), wantReleases)
-				}
-				if single == nil {
-					single = got
-					continue
-				}
-				for k, vs := range single {
-					if len(got[k]) != 1 || !bytes.Equal(got[k][0], vs[0]) {
-						b.Errorf("release %q of %s differs from the single instance's", k, mode.name)
-					}
+	}
+	modes := []mode{{"single", 1, false}, {"scaleout1", 1, true}, {"scaleout2", 2, true}}
+	if only := os.Getenv("DPSTREAM_BENCH_MODES"); only != "" {
+		modes = slices.DeleteFunc(modes, func(m mode) bool { return !slices.Contains(strings.Split(only, ","), m.name) })
+	}
+	// run runs one mode once and returns its events/s, checking its
+	// releases against ref (nil: returns them as the reference).
+	var ref map[string][][]byte
+	type figures struct{ rate, startup, cpu, busy, steal float64 }
+	run := func(m mode, round int) figures {
+		mc := *c
+		name := fmt.Sprintf("%s-%d", m.name, round)
+		group, out := c.ns+"-"+name, c.ns+"-"+name+"-out"
+		var extra []string
+		if m.scaleOut {
+			extra = append(extra, "scale_out: true")
+		}
+		cfg := mc.writeConfig(name, group, out, extra...)
+		brokerCPU0, machine0 := brokerCPU(), machineCPU()
+		start := time.Now()
+		var ps []*proc
+		for range m.instances {
+			ps = append(ps, mc.start(cfg))
+		}
+		mc.waitOutputCount(ctx, out, wantReleases, ps...)
+		elapsed := time.Since(start)
+		brokerCPU1, machine1 := brokerCPU(), machineCPU()
+		var lastGen time.Time
+		gens := 0
+		for _, p := range ps {
+			p.mu.Lock()
+			for _, t := range p.gens {
+				if t.Before(start.Add(elapsed)) && t.After(lastGen) {
+					lastGen = t
 				}
 			}
-		})
+			gens += len(p.gens)
+			p.mu.Unlock()
+		}
+		var cpu []string
+		var cpuSum time.Duration
+		for _, p := range ps {
+			mc.stop(p)
+			d := p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+			cpu = append(cpu, d.Round(10*time.Millisecond).String())
+			cpuSum += d
+		}
+		f := figures{rate: float64(events) / elapsed.Seconds(), startup: lastGen.Sub(start).Seconds(), cpu: cpuSum.Seconds()}
+		var machineNote string
+		if brokerCPU0 >= 0 && brokerCPU1 >= 0 {
+			machineNote = fmt.Sprintf("; the broker used %v CPU", (brokerCPU1 - brokerCPU0).Round(10*time.Millisecond))
+		}
+		if d := machine1.total - machine0.total; machine0.total > 0 && d > 0 {
+			f.busy = 1 - float64(machine1.idle-machine0.idle)/float64(d)
+			f.steal = float64(machine1.steal-machine0.steal) / float64(d)
+			machineNote += fmt.Sprintf("; the machine's cores were %.0f%% busy (everything on it), %.1f%% stolen", 100*f.busy, 100*f.steal)
+		}
+		b.Logf("round %d, %s: %d instance(s) started at %s, %d events in %v: %.0f events/s; last generation started at %v (%.0f%% of the run), "+
+			"%d generations in all; CPU time per instance (to its exit) %s%s",
+			round, m.name, m.instances, start.Format("15:04:05.000"), events, elapsed.Round(time.Millisecond), f.rate,
+			time.Duration(f.startup*float64(time.Second)).Round(time.Millisecond), 100*f.startup/elapsed.Seconds(), gens, strings.Join(cpu, ", "), machineNote)
+		got := mc.releases(ctx, out)
+		if len(got) != wantReleases {
+			b.Fatalf("%s published %d release keys, want %d", m.name, len(got), wantReleases)
+		}
+		if ref == nil {
+			ref = got
+			return f
+		}
+		for k, vs := range ref {
+			if len(got[k]) != 1 || !bytes.Equal(got[k][0], vs[0]) {
+				b.Errorf("release %q of %s differs from the %s instance's", k, m.name, modes[0].name)
+			}
+		}
+		return f
+	}
+
+	b.ResetTimer()
+	per := map[string][]figures{}
+	var ratios, vsSingle []float64
+	for round := range b.N {
+		fs := map[string]figures{}
+		for _, m := range modes {
+			fs[m.name] = run(m, round)
+			per[m.name] = append(per[m.name], fs[m.name])
+		}
+		if two, ok := fs["scaleout2"]; ok {
+			if one, ok := fs["scaleout1"]; ok {
+				ratios = append(ratios, two.rate/one.rate)
+			}
+			if one, ok := fs["single"]; ok {
+				vsSingle = append(vsSingle, two.rate/one.rate)
+			}
+		}
+	}
+	b.StopTimer()
+	median := func(xs []float64) float64 {
+		xs = slices.Sorted(slices.Values(xs))
+		if len(xs)%2 == 1 {
+			return xs[len(xs)/2]
+		}
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	for _, m := range modes {
+		pick := func(f func(figures) float64) float64 {
+			var xs []float64
+			for _, x := range per[m.name] {
+				xs = append(xs, f(x))
+			}
+			return median(xs)
+		}
+		b.ReportMetric(pick(func(f figures) float64 { return f.rate }), m.name+"-events/s")
+		b.ReportMetric(pick(func(f figures) float64 { return f.cpu }), m.name+"-cpu-s")
+		b.ReportMetric(pick(func(f figures) float64 { return f.startup }), m.name+"-startup-s")
+		b.ReportMetric(pick(func(f figures) float64 { return f.busy }), m.name+"-busy")
+		b.ReportMetric(pick(func(f figures) float64 { return f.steal }), m.name+"-steal")
+	}
+	if len(ratios) > 0 {
+		b.ReportMetric(median(ratios), "two/one-scaleout")
+		b.Logf("two ÷ one scale-out instance, per round: %.2f", ratios)
+	}
+	if len(vsSingle) > 0 {
+		b.ReportMetric(median(vsSingle), "two/single")
+		b.Logf("two scale-out instances ÷ one without scale_out, per round: %.2f", vsSingle)
 	}
 }
 
@@ -490,9 +548,11 @@ func brokerCPU() time.Duration {
 	return time.Duration(ut+st) * time.Second / clockTicks
 }
 
-// cpuTimes are the machine's total and idle CPU time (in clock ticks,
-// summed over cores) from /proc/stat's "cpu" line; zero if unreadable.
-type cpuTimes struct{ total, idle int64 }
+// cpuTimes are the machine's total, idle and stolen CPU time (in clock
+// ticks, summed over cores) from /proc/stat's "cpu" line; zero if
+// unreadable. Steal is time a virtual machine's cores were runnable but
+// the hypervisor ran another guest (proc(5)).
+type cpuTimes struct{ total, idle, steal int64 }
 
 func machineCPU() cpuTimes {
 	b, err := os.ReadFile("/proc/stat")
@@ -511,8 +571,11 @@ func machineCPU() cpuTimes {
 			return cpuTimes{}
 		}
 		c.total += n
-		if i == 3 || i == 4 { // idle, iowait
+		switch i {
+		case 3, 4: // idle, iowait
 			c.idle += n
+		case 7: // steal
+			c.steal += n
 		}
 	}
 	return c
