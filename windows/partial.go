@@ -357,12 +357,7 @@ func (w *openWindow) partialUnits(p *Partial) {
 	// One pass over the blobs (random accesses into the arena) writes each
 	// unit in canonical form to a dense buffer, in table order; then the
 	// units are sorted by key and copied out.
-	type ref struct {
-		k1     uint64
-		k0     uint32
-		off, n uint32 // the unit's words in tmp
-	}
-	refs := make([]ref, 0, w.live)
+	refs := make([]unitRef, 0, w.live)
 	tmp := make([]uint32, 0, w.live*(pHdr+gWords+cellWords+valWords))
 	var s scratch
 	var pos []int
@@ -387,14 +382,82 @@ func (w *openWindow) partialUnits(p *Partial) {
 		for _, at := range pos {
 			tmp = s.appendGroup(tmp, b[at:at+groupSize(b[at+gCounts])], remap[b[at+gGid]])
 		}
-		refs = append(refs, ref{k1, b[hK0], uint32(off), uint32(len(tmp) - off)})
+		refs = append(refs, unitRef{k1, b[hK0], uint32(off), uint32(len(tmp) - off)})
 	}
-	slices.SortFunc(refs, func(a, b ref) int { return unitCmp(a.k0, a.k1, b.k0, b.k1) })
+	order := unitOrder(refs)
 	out := make([]uint32, 0, len(tmp))
-	for _, u := range refs {
+	for _, o := range order {
+		u := refs[uint32(o)]
 		out = append(out, tmp[u.off:u.off+u.n]...)
 	}
 	p.words, p.nunits = out, len(refs)
+}
+
+// unitRef is a unit of a window being written as a partial: its key and
+// where its words are in a buffer.
+type unitRef struct {
+	k1     uint64
+	k0     uint32
+	off, n uint32
+}
+
+// unitOrder returns the positions of refs (in the low 32 bits of each
+// element) in the order of their keys (k0, then k1; unitCmp). k0 and the
+// position are packed into one uint64 and sorted by k0 with a radix sort
+// (BenchmarkUnitOrder, 30 000 units: about a tenth of the time of
+// slices.SortFunc on refs); runs of equal k0 (about n²/2³³ pairs for n
+// units of random keys) are then ordered by k1.
+func unitOrder(refs []unitRef) []uint64 {
+	order := make([]uint64, len(refs))
+	for i, u := range refs {
+		order[i] = uint64(u.k0)<<32 | uint64(i)
+	}
+	if len(order) < radixMin {
+		slices.Sort(order)
+	} else {
+		radixSortHigh(order)
+	}
+	for i := 0; i < len(order); {
+		j := i + 1
+		for j < len(order) && order[j]>>32 == order[i]>>32 {
+			j++
+		}
+		if j-i > 1 {
+			slices.SortFunc(order[i:j], func(a, b uint64) int { return cmpU(refs[uint32(a)].k1, refs[uint32(b)].k1) })
+		}
+		i = j
+	}
+	return order
+}
+
+// radixMin is the smallest input radixSortHigh is used for: below it a
+// comparison sort is as fast (its four passes over 256 counters cost about
+// as much as sorting a few hundred elements).
+const radixMin = 256
+
+// radixSortHigh sorts a by its high 32 bits, stably (least significant
+// digit first, four passes of 8 bits; an even number of passes leaves the
+// result in a).
+func radixSortHigh(a []uint64) {
+	tmp := make([]uint64, len(a))
+	src, dst := a, tmp
+	for shift := 32; shift < 64; shift += 8 {
+		var at [256]int
+		for _, v := range src {
+			at[byte(v>>shift)]++
+		}
+		sum := 0
+		for d, n := range at {
+			at[d] = sum
+			sum += n
+		}
+		for _, v := range src {
+			d := byte(v >> shift)
+			dst[at[d]] = v
+			at[d]++
+		}
+		src, dst = dst, src
+	}
 }
 
 // partialGroups copies the window's event-level accumulators into p.
