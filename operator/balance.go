@@ -82,16 +82,20 @@ func byToken(ms []kafka.GroupMember) []member {
 	return out
 }
 
+// tokenData is the member metadata both balancers send: the instance's
+// token.
+type tokenData struct{ token []byte }
+
+// UserData is the instance's token.
+func (t tokenData) UserData() ([]byte, error) { return t.token, nil }
+
 // inputBalancer assigns the input partitions (stage 1): the member with the
 // smallest token, the one the merge group elects, gets mergerWeight
 // shares, every other member memberWeight.
-type inputBalancer struct{ token []byte }
+type inputBalancer struct{ tokenData }
 
 // ProtocolName names the assignment strategy in the group protocol.
 func (inputBalancer) ProtocolName() string { return "dpstream-input-v1" }
-
-// UserData is the instance's token.
-func (b inputBalancer) UserData() ([]byte, error) { return b.token, nil }
 
 // AssignGroups gives every partition to one member: quotas in proportion
 // to the weights (largest remainder, ties to the earlier member), handed
@@ -156,13 +160,10 @@ func shares(n, k int) []int {
 // mergeBalancer assigns the partials topic (stage 2): every partition to
 // the member with the smallest token, the one the input group gives the
 // smaller share.
-type mergeBalancer struct{ token []byte }
+type mergeBalancer struct{ tokenData }
 
 // ProtocolName names the assignment strategy in the group protocol.
 func (mergeBalancer) ProtocolName() string { return "dpstream-merge-v1" }
-
-// UserData is the instance's token.
-func (b mergeBalancer) UserData() ([]byte, error) { return b.token, nil }
 
 // AssignGroups gives every partition to the first member by token.
 func (mergeBalancer) AssignGroups(members []kafka.GroupMember, partitions []kafka.Partition) kafka.GroupMemberAssignments {

@@ -64,7 +64,7 @@ func TestBalancers(t *testing.T) {
 			lowest = m
 		}
 	}
-	in := inputBalancer{tokens[0]}.AssignGroups(members, parts)
+	in := inputBalancer{tokenData{tokens[0]}}.AssignGroups(members, parts)
 	counts := map[string]int{}
 	seen := map[string]int{}
 	for id, ts := range in {
@@ -105,7 +105,7 @@ func TestBalancers(t *testing.T) {
 		}
 	}
 
-	merge := mergeBalancer{tokens[1]}.AssignGroups(members, []kafka.Partition{{Topic: "p", ID: 0}})
+	merge := mergeBalancer{tokenData{tokens[1]}}.AssignGroups(members, []kafka.Partition{{Topic: "p", ID: 0}})
 	for id, ts := range merge {
 		if want := id == lowest.ID; (len(ts["p"]) == 1) != want {
 			t.Errorf("merge group: member %s got %v (the merger is %s)", id, ts, lowest.ID)

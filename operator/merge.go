@@ -32,7 +32,7 @@ func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) e
 		ID: k.mergeGroup(),
 		// The merging instance is the one the input group gives the
 		// smaller share (balance.go).
-		GroupBalancers:   []kafka.GroupBalancer{mergeBalancer{o.token}, kafka.RangeGroupBalancer{}},
+		GroupBalancers:   []kafka.GroupBalancer{mergeBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}},
 		Brokers:          cl.brokers,
 		Dialer:           cl.dialer,
 		Topics:           []string{k.partialsTopic()},

@@ -324,7 +324,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	// older version is in the group.
 	var balancers []kafka.GroupBalancer
 	if k.ScaleOut {
-		balancers = []kafka.GroupBalancer{inputBalancer{o.token}, kafka.RangeGroupBalancer{}}
+		balancers = []kafka.GroupBalancer{inputBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}}
 	}
 	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID:               k.GroupID,
