@@ -127,7 +127,13 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	next := st.emitFrom(o.plan)
 	size := o.plan.size
 	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(next), "input_partitions", len(expected))
+	o.m.merging.Set(1) // before the stage line, which tests wait for
 	o.health.stage("merge", "merging (this instance publishes)")
+	defer func() {
+		o.m.merging.Set(0)
+		o.m.mergeWaiting.Set(0)
+		o.m.mergeMissing.Set(0)
+	}()
 
 	// The reader: the partials topic from the committed offset.
 	r := kafka.NewReader(kafka.ReaderConfig{
@@ -166,6 +172,18 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 
 	asm := newAssembler(partialMACKey(o.key))
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
+	// gauges shows what publication waits for (metrics.go).
+	gauges := func() {
+		o.m.mergeWaiting.Set(float64(len(pending)))
+		missing := 0
+		for id := range expected {
+			if _, ok := pending[next][id]; !ok {
+				missing++
+			}
+		}
+		o.m.mergeMissing.Set(float64(missing))
+	}
+	gauges()
 	firstOff := map[int64]int64{}                    // window start → offset of its oldest chunk
 	nextOffset := int64(-1)                          // after the last message read
 	committed := int64(-2)
@@ -275,6 +293,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				next += size
 				asm.drop(next)
 			}
+			gauges()
 		case <-tick.C:
 			commit()
 		case <-mctx.Done():

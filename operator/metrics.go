@@ -61,6 +61,15 @@ type metrics struct {
 	rebalances     prometheus.Counter
 	ready          prometheus.Gauge
 
+	// The scale-out topology's stages (operational: assignments, and the
+	// partials of (window, partition) pairs, which stage 1 writes whether
+	// or not the partition had events).
+	assigned     prometheus.Gauge
+	merging      prometheus.Gauge
+	partialsOut  prometheus.Counter
+	mergeWaiting prometheus.Gauge
+	mergeMissing prometheus.Gauge
+
 	// s holds the sensitive metrics; nil unless
 	// observability.sensitive_metrics is on.
 	s *sensitiveMetrics
@@ -131,10 +140,20 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 			Help: "Consumer group generations joined."}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
 			Help: "1 when the operator consumes with a full assignment, else 0."}),
+		assigned: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "input_partitions_assigned",
+			Help: "Input partitions this instance reads in the current generation (0 between generations)."}),
+		merging: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merging",
+			Help: "Scale-out: 1 while this instance runs stage 2 (merge, noise, publish), else 0."}),
+		partialsOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "partials_written_total",
+			Help: "Scale-out: partial states (one per window and input partition, empty ones included) written to the partials topic and acknowledged."}),
+		mergeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_windows_waiting",
+			Help: "Scale-out, on the merging instance: windows with partials received that cannot be published yet (a partial of an earlier window or of another partition is missing)."}),
+		mergeMissing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_partitions_missing",
+			Help: "Scale-out, on the merging instance: input partitions whose partial of the next window to publish has not arrived (publication waits for them)."}),
 	}
 	cs := []prometheus.Collector{m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.publishLatency,
 		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta,
-		m.brokerErrors, m.rebalances, m.ready}
+		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsOut, m.mergeWaiting, m.mergeMissing}
 	if sensitive {
 		s := &sensitiveMetrics{
 			eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",

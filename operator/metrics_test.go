@@ -35,6 +35,8 @@ var operationalMetrics = []string{
 	"dpstream_budget_window_epsilon", "dpstream_budget_window_delta",
 	"dpstream_budget_total_epsilon", "dpstream_budget_total_delta",
 	"dpstream_broker_errors_total", "dpstream_rebalances_total", "dpstream_ready",
+	"dpstream_input_partitions_assigned", "dpstream_merging", "dpstream_partials_written_total",
+	"dpstream_merge_windows_waiting", "dpstream_merge_partitions_missing",
 }
 
 // sensitiveMetricNames are the metric families that count input data

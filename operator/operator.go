@@ -620,6 +620,8 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		return err
 	}
 	o.log.Info("generation started", "generation", gen.ID, "partitions", len(assigned))
+	o.m.assigned.Set(float64(len(assigned)))
+	defer o.m.assigned.Set(0)
 	if k.ScaleOut {
 		o.health.stage("partial", fmt.Sprintf("%d of %d input partitions", len(assigned), total))
 		defer o.health.stage("partial", "no input partitions")
@@ -1041,7 +1043,11 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
 		return errCrash
 	}
-	return o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) })
+	if err := o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) }); err != nil {
+		return err
+	}
+	o.m.partialsOut.Add(float64(len(ps)))
+	return nil
 }
 
 // fetchMaxWait is how long a fetch waits at the broker for new data.

@@ -133,6 +133,13 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 		ops = append(ops, op)
 	}
 	runAllUntilOutput(t, ops, cl, out, len(refRels), 180*time.Second)
+	partials := 0.0
+	for _, op := range ops {
+		partials += counter(t, op.reg, "dpstream_partials_written_total", "")
+	}
+	if partials < nWindows*4 { // at least one partial per window and input partition
+		t.Errorf("dpstream_partials_written_total over the instances = %v, want ≥ %d", partials, nWindows*4)
+	}
 	rels, raw := readReleases(t, cl, out) // fails on a key published twice
 	if len(rels) != len(refRels) {
 		t.Errorf("three instances published %d releases, one instance %d", len(rels), len(refRels))
@@ -191,6 +198,20 @@ func TestKafkaScaleOutMergerShare(t *testing.T) {
 			}
 		}
 		if merger >= 0 && shares[merger] == "3 of 8 input partitions" && shares[1-merger] == "5 of 8 input partitions" {
+			// The metrics say the same. No input yet: the merger waits
+			// for every partition's partial of the first window.
+			for i, op := range ops {
+				want := map[string]float64{"dpstream_merging": 0, "dpstream_input_partitions_assigned": 5}
+				if i == merger {
+					want = map[string]float64{"dpstream_merging": 1, "dpstream_input_partitions_assigned": 3,
+						"dpstream_merge_partitions_missing": 8, "dpstream_merge_windows_waiting": 0}
+				}
+				for name, v := range want {
+					if got := gauge(t, op.reg, name); got != v {
+						t.Errorf("instance %d (merger %d): %s = %v, want %v", i, merger, name, got, v)
+					}
+				}
+			}
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
