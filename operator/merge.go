@@ -184,8 +184,8 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		o.m.mergeMissing.Set(float64(missing))
 	}
 	gauges()
-	firstOff := map[int64]int64{}                    // window start → offset of its oldest chunk
-	nextOffset := int64(-1)                          // after the last message read
+	firstOff := map[int64]int64{} // window start → offset of its oldest chunk
+	nextOffset := int64(-1)       // after the last message read
 	committed := int64(-2)
 	commit := func() {
 		off := nextOffset
