@@ -361,10 +361,7 @@ func (w *openWindow) partialUnits(p *Partial) {
 	tmp := make([]uint32, 0, w.live*(pHdr+gWords+cellWords+valWords))
 	var s scratch
 	var pos []int
-	for _, r := range w.idx {
-		if r == 0 {
-			continue
-		}
+	for _, r := range w.liveRefs() {
 		b := w.blob(r)
 		k1 := uint64(b[hK1lo]) | uint64(b[hK1hi])<<32
 		ng := int(b[hMeta] & 0xffff)

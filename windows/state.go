@@ -591,6 +591,32 @@ func (w *openWindow) compact() {
 	})
 }
 
+// liveRefs returns the references of the window's units in arena order
+// (ascending), so that a pass over every unit reads the arena forwards
+// instead of in the table's random order. In table order, loading a
+// unit's first word was a cache miss for most units: 74 % of the samples
+// of partialUnits' own time in a profile of a scale-out instance.
+// BenchmarkPartialEncode (100 000 units, bounds 1), before → after in
+// alternating runs: Poll 20 → 7.8 ms, PollPartials 23–27 → 9–11 ms.
+func (w *openWindow) liveRefs() []uint32 {
+	keys := make([]uint64, 0, w.live)
+	for _, r := range w.idx {
+		if r != 0 {
+			keys = append(keys, uint64(r)<<32)
+		}
+	}
+	if len(keys) < radixMin {
+		slices.Sort(keys)
+	} else {
+		radixSortHigh(keys)
+	}
+	out := make([]uint32, len(keys))
+	for i, k := range keys {
+		out[i] = uint32(k >> 32)
+	}
+	return out
+}
+
 // k1Of returns the k1 of unit blob r.
 func (w *openWindow) k1Of(r uint32) uint64 {
 	s := w.ar.at(r)
@@ -822,11 +848,8 @@ func (w *openWindow) finish() Window {
 	if !t.cfg.EventLevel {
 		w.acc = make([]gacc, len(w.gkeys))
 		// The aggregates are sums (exact for the values), so the order in
-		// which units are visited does not matter.
-		for _, r := range w.idx {
-			if r == 0 {
-				continue
-			}
+		// which units are visited does not matter: arena order.
+		for _, r := range w.liveRefs() {
 			b := w.blob(r)
 			t.finishUnit(b[hEvents], int(b[hMeta]&0xffff), b[w.hdr:], w.acc, &out.Drops)
 		}
