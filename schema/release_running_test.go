@@ -1,12 +1,10 @@
 package schema
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,41 +36,7 @@ func runningRelease() *Release {
 // itself with its windows field, and the Python example accepts it
 // (with DPSTREAM_PYTHON set; skipped otherwise).
 func TestRunningReleaseGolden(t *testing.T) {
-	r := runningRelease()
-	b, err := EncodeRelease(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	js, err := renderJSON(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mp, jp := filepath.Join("testdata", "release_count_running.msgpack"), filepath.Join("testdata", "release_count_running.json")
-	if *update {
-		if err := os.WriteFile(mp, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(jp, []byte(js), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(mp)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(golden, b) {
-		t.Errorf("encoding differs from %s", mp)
-	}
-	if g, err := os.ReadFile(jp); err != nil || string(g) != js {
-		t.Errorf("JSON rendering differs from %s: %v", jp, err)
-	}
-	got, err := DecodeRelease(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(&got, r) {
-		t.Errorf("decoded %+v, want %+v", got, *r)
-	}
+	mp := checkGolden(t, "release_count_running", runningRelease())
 	if py := os.Getenv("DPSTREAM_PYTHON"); py != "" {
 		out, err := exec.Command(py, filepath.Join("..", "examples", "python", "consume_releases.py"), "--file", mp).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), `"running": [29870]`) {

@@ -1,16 +1,9 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"math"
-	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
 // statsGolden are the golden releases of the aggregates of issue 11
@@ -57,46 +50,7 @@ func statsGolden() map[string]*Release {
 
 func TestStatsReleaseGolden(t *testing.T) {
 	for name, r := range statsGolden() {
-		t.Run(name, func(t *testing.T) {
-			b, err := EncodeRelease(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			js, err := renderJSON(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mpPath, jsPath := filepath.Join("testdata", name+".msgpack"), filepath.Join("testdata", name+".json")
-			if *update {
-				if err := errors.Join(os.WriteFile(mpPath, b, 0o644), os.WriteFile(jsPath, []byte(js), 0o644)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			golden, err := os.ReadFile(mpPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(b, golden) {
-				t.Errorf("encoding differs from %s (run with -update if the change is intended)", mpPath)
-			}
-			if goldenJS, err := os.ReadFile(jsPath); err != nil || string(goldenJS) != js {
-				t.Errorf("JSON rendering differs from %s: %v", jsPath, err)
-			}
-			got, err := DecodeRelease(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(&got, r) {
-				t.Errorf("DecodeRelease(golden) = %+v, want %+v", got, *r)
-			}
-			var generic any
-			if err := msgpack.Unmarshal(golden, &generic); err != nil {
-				t.Fatalf("msgpack/v5 cannot read the golden bytes: %v", err)
-			}
-			if _, err := json.Marshal(generic); err != nil {
-				t.Fatal(err)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkGolden(t, name, r) })
 	}
 }
 

@@ -60,64 +60,66 @@ func goldenReleases() map[string]*Release {
 
 func TestReleaseGolden(t *testing.T) {
 	for name, r := range goldenReleases() {
-		t.Run(name, func(t *testing.T) {
-			b, err := EncodeRelease(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			js, err := renderJSON(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mpPath := filepath.Join("testdata", name+".msgpack")
-			jsPath := filepath.Join("testdata", name+".json")
-			if *update {
-				if err := os.WriteFile(mpPath, b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(jsPath, []byte(js), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			golden, err := os.ReadFile(mpPath)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(b, golden) {
-				t.Errorf("encoding differs from %s (run with -update if the change is intended)", mpPath)
-			}
-			goldenJS, err := os.ReadFile(jsPath)
-			if err != nil || string(goldenJS) != js {
-				t.Errorf("JSON rendering differs from %s: %v", jsPath, err)
-			}
-			got, err := DecodeRelease(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(&got, r) {
-				t.Errorf("DecodeRelease(golden) = %+v, want %+v", got, *r)
-			}
-			// An independent decoder reads the same document.
-			var generic any
-			if err := msgpack.Unmarshal(golden, &generic); err != nil {
-				t.Fatalf("msgpack/v5 cannot read the golden bytes: %v", err)
-			}
-			var fromJS any
-			if err := json.Unmarshal(goldenJS, &fromJS); err != nil {
-				t.Fatal(err)
-			}
-			a, _ := json.Marshal(generic)
-			c, _ := json.Marshal(fromJS)
-			if !bytes.Equal(a, c) {
-				t.Errorf("msgpack/v5 reading of the golden bytes differs from the JSON rendering:\n%s\n%s", a, c)
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkGolden(t, name, r) })
 	}
 }
 
-// renderJSON renders a msgpack document as indented JSON in its key order.
-// Floats always carry a '.' or an exponent, so they stay distinguishable
-// from integers.
+// checkGolden encodes r and checks it against testdata/<name>.msgpack and
+// its JSON rendering against testdata/<name>.json (both rewritten with
+// -update); the golden bytes must decode back to r, and an independent
+// decoder (msgpack/v5) must read the same document as the JSON rendering.
+// It returns the golden file's path.
+func checkGolden(t *testing.T, name string, r *Release) string {
+	t.Helper()
+	b, err := EncodeRelease(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := renderJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpPath, jsPath := filepath.Join("testdata", name+".msgpack"), filepath.Join("testdata", name+".json")
+	if *update {
+		if err := errors.Join(os.WriteFile(mpPath, b, 0o644), os.WriteFile(jsPath, []byte(js), 0o644)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(mpPath)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if !bytes.Equal(b, golden) {
+		t.Errorf("encoding differs from %s (run with -update if the change is intended)", mpPath)
+	}
+	goldenJS, err := os.ReadFile(jsPath)
+	if err != nil || string(goldenJS) != js {
+		t.Errorf("JSON rendering differs from %s: %v", jsPath, err)
+	}
+	got, err := DecodeRelease(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&got, r) {
+		t.Errorf("DecodeRelease(golden) = %+v, want %+v", got, *r)
+	}
+	// An independent decoder reads the same document.
+	var generic any
+	if err := msgpack.Unmarshal(golden, &generic); err != nil {
+		t.Fatalf("msgpack/v5 cannot read the golden bytes: %v", err)
+	}
+	var fromJS any
+	if err := json.Unmarshal(goldenJS, &fromJS); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(generic)
+	j, _ := json.Marshal(fromJS)
+	if !bytes.Equal(g, j) {
+		t.Errorf("msgpack/v5 reading of the golden bytes differs from the JSON rendering:\n%s\n%s", g, j)
+	}
+	return mpPath
+}
+
 func renderJSON(b []byte) (string, error) {
 	var out strings.Builder
 	p, err := renderValue(&out, b, 0, 0)
