@@ -6,7 +6,6 @@ package operator
 // rate.
 
 import (
-	"bytes"
 	"log/slog"
 	"slices"
 	"strings"
@@ -18,24 +17,6 @@ import (
 
 	"github.com/dpstream/dpstream/operator/kafkatest"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the operator's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestKafkaDefaultObservability: a whole run (fetch, consume, close,
 // publish, drain) with the default observability settings, over a stream
@@ -60,7 +41,7 @@ func TestKafkaDefaultObservability(t *testing.T) {
 	}
 	produce(t, brokers, in, neighbourMessages(true, "west"))
 
-	var logs lockedBuffer
+	var logs kafkatest.Buffer
 	var mu sync.Mutex
 	withheld := 0
 	pub := make(chan int64, 64)

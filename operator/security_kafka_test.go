@@ -5,7 +5,6 @@ package operator
 // unset or the broker does not answer.
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -29,6 +28,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
 )
 
 // envSecureBroker names the broker.json that `deploy/kafka/secure.sh
@@ -94,22 +95,7 @@ func secureBrokerInfo(t *testing.T) secureBroker {
 
 // logSink collects the log lines of every operator of a test (at debug
 // level, so that every line any level could print is there).
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *logSink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
+type logSink struct{ kafkatest.Buffer }
 
 // logger returns a debug-level logger writing to s (and to the test's
 // log with -v).

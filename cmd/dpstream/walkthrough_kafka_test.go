@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,25 +20,6 @@ import (
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a process writing and a test
-// reading.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestKafkaWalkthrough follows the README's walkthrough on the real broker:
 // build dpstream and the example producer, start `dpstream run` with
@@ -96,12 +75,12 @@ func TestKafkaWalkthrough(t *testing.T) {
 	// in the walkthrough; dpstream waits for it otherwise.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var logs lockedBuffer
+	var logs kafkatest.Buffer
 	run := exec.CommandContext(ctx, bin, append([]string{"run"}, flags...)...)
 	run.Env, run.Stderr = env, &logs
 	producer := exec.CommandContext(ctx, prod, "--brokers", strings.Join(brokers, ","), "--topic", in,
 		"--interval", "1.25s", "--duration", "22s")
-	var plog lockedBuffer
+	var plog kafkatest.Buffer
 	producer.Stderr = &plog
 	if err := producer.Start(); err != nil {
 		t.Fatal(err)
