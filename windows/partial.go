@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -269,32 +270,22 @@ type valRec struct {
 	bits uint64
 }
 
-func cellByBucket(a, b cellRec) int { return cmpU(a.b, b.b) }
+func cellByBucket(a, b cellRec) int { return cmp.Compare(a.b, b.b) }
 
 func valCmp(a, b valRec) int {
-	if c := cmpU(a.p, b.p); c != 0 {
+	if c := cmp.Compare(a.p, b.p); c != 0 {
 		return c
 	}
-	return cmpU(a.bits, b.bits)
-}
-
-func cmpU[T uint32 | uint64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.bits, b.bits)
 }
 
 // unitCmp orders units by key: top half of k0, then k1 (their priority
 // under MaxUnits; see openWindow.unitAbove).
 func unitCmp(a0 uint32, a1 uint64, b0 uint32, b1 uint64) int {
-	if c := cmpU(a0, b0); c != 0 {
+	if c := cmp.Compare(a0, b0); c != 0 {
 		return c
 	}
-	return cmpU(a1, b1)
+	return cmp.Compare(a1, b1)
 }
 
 // scratch holds reusable buffers for writing units.
@@ -374,7 +365,7 @@ func (w *openWindow) partialUnits(p *Partial) {
 			at += groupSize(b[at+gCounts])
 		}
 		if ng > 1 {
-			slices.SortFunc(pos, func(i, j int) int { return cmpU(remap[b[i+gGid]], remap[b[j+gGid]]) })
+			slices.SortFunc(pos, func(i, j int) int { return cmp.Compare(remap[b[i+gGid]], remap[b[j+gGid]]) })
 		}
 		for _, at := range pos {
 			tmp = s.appendGroup(tmp, b[at:at+groupSize(b[at+gCounts])], remap[b[at+gGid]])
@@ -420,7 +411,7 @@ func unitOrder(refs []unitRef) []uint64 {
 			j++
 		}
 		if j-i > 1 {
-			slices.SortFunc(order[i:j], func(a, b uint64) int { return cmpU(refs[uint32(a)].k1, refs[uint32(b)].k1) })
+			slices.SortFunc(order[i:j], func(a, b uint64) int { return cmp.Compare(refs[uint32(a)].k1, refs[uint32(b)].k1) })
 		}
 		i = j
 	}
@@ -876,7 +867,7 @@ func (t *Tumbling) combineUnits(out *Partial, parts []Partial) {
 				gs = append(gs, gref{remap[src[pos+gGid]], o.c, pos})
 			}
 		}
-		slices.SortFunc(gs, func(a, b gref) int { return cmpU(a.m, b.m) })
+		slices.SortFunc(gs, func(a, b gref) int { return cmp.Compare(a.m, b.m) })
 		ds = ds[:0]
 		for i := 0; i < len(gs); {
 			j := i + 1
@@ -892,13 +883,13 @@ func (t *Tumbling) combineUnits(out *Partial, parts []Partial) {
 				ds[i].prio = mix(k1, gh.hash(ds[i].m))
 			}
 			slices.SortFunc(ds, func(a, b dgroup) int {
-				if c := cmpU(a.prio, b.prio); c != 0 {
+				if c := cmp.Compare(a.prio, b.prio); c != 0 {
 					return c
 				}
-				return cmpU(a.m, b.m)
+				return cmp.Compare(a.m, b.m)
 			})
 			ds = ds[:cfg.MaxGroups]
-			slices.SortFunc(ds, func(a, b dgroup) int { return cmpU(a.m, b.m) })
+			slices.SortFunc(ds, func(a, b dgroup) int { return cmp.Compare(a.m, b.m) })
 		}
 		w = append(w, k0, uint32(k1), uint32(k1>>32), events, uint32(len(ds)))
 		for _, d := range ds {
@@ -939,10 +930,10 @@ func (t *Tumbling) combineUnits(out *Partial, parts []Partial) {
 				gp := mix(k1, gh.hash(d.m))
 				slices.SortFunc(s.cells, func(a, b cellRec) int {
 					pa, pb := mix(gp, uint64(a.b)+1), mix(gp, uint64(b.b)+1)
-					if c := cmpU(pa, pb); c != 0 {
+					if c := cmp.Compare(pa, pb); c != 0 {
 						return c
 					}
-					return cmpU(a.b, b.b)
+					return cmp.Compare(a.b, b.b)
 				})
 				s.cells = s.cells[:cfg.MaxBuckets]
 			}
@@ -1033,10 +1024,10 @@ func (t *Tumbling) combineGroups(out *Partial, parts []Partial) error {
 			order[i] = uint32(i)
 		}
 		slices.SortFunc(order, func(a, b uint32) int {
-			if c := cmpU(gh.hash(a), gh.hash(b)); c != 0 {
+			if c := cmp.Compare(gh.hash(a), gh.hash(b)); c != 0 {
 				return c
 			}
-			return cmpU(a, b)
+			return cmp.Compare(a, b)
 		})
 		keep := make([]bool, len(keys))
 		for _, m := range order[:c] {

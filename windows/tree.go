@@ -1,6 +1,7 @@
 package windows
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -53,7 +54,7 @@ func leafCounts(m map[uint32]int64) []LeafCount {
 	for l, n := range m {
 		out = append(out, LeafCount{l, n})
 	}
-	slices.SortFunc(out, func(a, b LeafCount) int { return cmpU(a.Leaf, b.Leaf) })
+	slices.SortFunc(out, func(a, b LeafCount) int { return cmp.Compare(a.Leaf, b.Leaf) })
 	return out
 }
 

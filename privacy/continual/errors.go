@@ -1,6 +1,7 @@
 package continual
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -231,7 +232,7 @@ func sqrtRowTops(T int) [][]float64 {
 	tops := make([][]float64, T)
 	for i := range T {
 		row := g[i*T : (i+1)*T]
-		slices.SortFunc(row, func(a, b float64) int { return -cmpFloat(a, b) })
+		slices.SortFunc(row, func(a, b float64) int { return -cmp.Compare(a, b) })
 		for k := 1; k < T; k++ {
 			row[k] += row[k-1]
 		}
@@ -250,20 +251,10 @@ var (
 // sumLargest returns the sum of the k largest values of xs (xs unchanged).
 func sumLargest(xs []float64, k int) float64 {
 	s := slices.Clone(xs)
-	slices.SortFunc(s, func(a, b float64) int { return -cmpFloat(a, b) })
+	slices.SortFunc(s, func(a, b float64) int { return -cmp.Compare(a, b) })
 	t := 0.0
 	for _, x := range s[:min(k, len(s))] {
 		t += x
 	}
 	return t
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
