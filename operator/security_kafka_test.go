@@ -528,18 +528,7 @@ func rotation(t *testing.T, c Config, sink *logSink, sec *secrets, bad func(*Kaf
 	_, stop, errc := waitNotReady(t, op, want)
 	defer stop()
 	fix()
-	last := testBase + (nWindows-1)*testSize.Milliseconds()
-	timeout := time.After(3 * time.Minute) // a bound for a failing test; it takes seconds
-	for done := false; !done; {
-		select {
-		case st := <-pub:
-			done = st >= last
-		case err := <-errc:
-			t.Fatalf("Run returned %v before publishing", err)
-		case <-timeout:
-			t.Fatalf("window %d not published within 3 minutes of fixing the files", last)
-		}
-	}
+	waitPublished(t, pub, errc, testBase+(nWindows-1)*testSize.Milliseconds(), "fixing the files")
 	stop()
 	if err := <-errc; err != nil {
 		t.Errorf("Run: %v", err)
