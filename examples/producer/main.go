@@ -1,6 +1,6 @@
-// Command producer writes the smart-meter readings of the README's
-// walkthrough to a Kafka topic, in real time: every meter sends one JSON
-// reading per interval,
+// Command producer writes the smart-meter readings of the walkthrough in
+// docs/getting-started.md to a Kafka topic, in real time: every meter sends
+// one JSON reading per interval,
 //
 //	{"ts": 1700000000123, "meter": "m-0017", "region": "north", "tariff": "day", "kwh": 0.0423}
 //

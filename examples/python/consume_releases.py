@@ -4,7 +4,7 @@
 A small downstream consumer in another language than the operator: it reads
 the output topic of `dpstream run` (or `dpstream demo --brokers ...`) with
 kafka-python, decodes each message with msgpack, checks it against the
-release format (README, "Release messages"), and prints one table row per
+release format (docs/formats.md, "Release messages"), and prints one table row per
 value, or with --json one JSON object per release.
 
     pip install -r requirements.txt
