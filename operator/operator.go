@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
@@ -98,7 +99,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 		o.log = NewLogger(cfg.Observability, os.Stderr)
 	}
 	if o.key.IsZero() {
-		k, _, err := privacy.LoadKey(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false)
+		k, _, err := keyfile.Load(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false)
 		if err != nil {
 			return nil, fmt.Errorf("operator: loading the secret key: %w", err)
 		}

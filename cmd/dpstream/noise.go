@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/privacy"
 )
 
@@ -165,9 +166,9 @@ func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut i
 	var key privacy.Key
 	id := o.releaseID
 	if set("key-file") {
-		key, err = privacy.ReadKeyFile(o.keyFile)
+		key, err = keyfile.Read(o.keyFile)
 	} else {
-		key, err = privacy.NewRandomKey()
+		key, err = keyfile.NewRandomKey()
 		id = "dpstream-noise"
 	}
 	if err != nil {
