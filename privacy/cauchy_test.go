@@ -8,7 +8,7 @@ import (
 )
 
 // TestCauchyClosedForm checks the closed form γ = Δ/(2·sinh(ε/2)) against
-// the general loss maximisation of stable_loss.go run on the Cauchy
+// the general loss maximisation of internal/stable (LossBound) run on the Cauchy
 // log-density (relErr 1e-15: log1p and log are accurate to a few ulps):
 // at the returned scale the general bound is ε up to its own margins (it
 // may exceed ε by 1e-11·max(1, ε), never fall short beyond rounding), and

@@ -17,12 +17,12 @@ import (
 // Guarantee: pure ε-DP (their Theorem 16 for 1 ≤ α < 2). The paper gives no
 // scale formula except for α = 1, so Calibrate computes the smallest scale
 // numerically from the exact criterion
-// sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε (stable_loss.go: the supremum is
+// sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε (internal/stable, loss.go: the supremum is
 // attained at an interior point, found by bracketing and Brent's method).
 // The density comes from Zolotarev's integral and its power and asymptotic
-// series (stable_density.go; relative error about 1e-14, bounded by 1e-12 in
+// series (internal/stable, density.go; relative error about 1e-14, bounded by 1e-12 in
 // the margins, checked against a 30-digit mpmath reference), through a
-// checked Chebyshev interpolant for speed (stable_interp.go). The computed
+// checked Chebyshev interpolant for speed (internal/stable, fast.go). The computed
 // loss is inflated by its error bound before it is compared with ε, so
 // rounding and quadrature errors push the scale up, never down. The solver's
 // scale is within 1e-6 (relative) of the exact minimum for ε ∈ [1e-3, 20],
