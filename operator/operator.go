@@ -16,7 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/keyfile"
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -26,7 +26,7 @@ import (
 // releases of every closed window. Make one with New and call Run.
 type Operator struct {
 	cfg      Config
-	key      privacy.Key
+	key      rng.Key
 	log      *slog.Logger
 	reg      *prometheus.Registry
 	m        *metrics
@@ -79,7 +79,7 @@ func WithRegistry(r *prometheus.Registry) Option { return func(o *Operator) { o.
 
 // WithKey sets the secret noise key instead of loading it from
 // privacy.key_file / privacy.key_env.
-func WithKey(k privacy.Key) Option { return func(o *Operator) { o.key = k } }
+func WithKey(k rng.Key) Option { return func(o *Operator) { o.key = k } }
 
 // WithReleaseHook calls fn, on the operator's publishing goroutine, after
 // every window is published. fn must not block for long.

@@ -26,6 +26,7 @@ import (
 	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -439,17 +440,17 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*dem
 }
 
 // demoKey returns the noise key: from keyFile, or a fresh random one.
-func demoKey(keyFile string) (privacy.Key, string, error) {
+func demoKey(keyFile string) (rng.Key, string, error) {
 	if keyFile != "" {
 		k, err := keyfile.Read(keyFile)
 		if err != nil {
-			return privacy.Key{}, "", err
+			return rng.Key{}, "", err
 		}
 		return k, "from " + keyFile, nil
 	}
 	k, err := keyfile.NewRandomKey()
 	if err != nil {
-		return privacy.Key{}, "", err
+		return rng.Key{}, "", err
 	}
 	return k, "random for this run (--key-file to fix it)", nil
 }

@@ -3,7 +3,7 @@
 // reads the key from an environment variable, and generates new key files
 // and random keys from the operating system's entropy.
 //
-// Package privacy owns the Key type and its parsing; it opens no file and
+// Package privacy/rng owns the Key type and its parsing; it opens no file and
 // reads no environment, which its purity test checks. Everything that
 // touches the file system or the process environment for a key lives here.
 //

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 const testKeyHex = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -48,7 +48,7 @@ func TestReadKeyFilePermissions(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("hunter2-malformed"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Read(bad); !errors.Is(err, privacy.ErrKey) || strings.Contains(err.Error(), "hunter2") {
+	if _, err := Read(bad); !errors.Is(err, rng.ErrKey) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("malformed key file: %v", err)
 	}
 }
@@ -83,11 +83,11 @@ func TestLoadKey(t *testing.T) {
 
 	t.Setenv(env, testKeyHex)
 	k3, _, err := Load(path, env, true)
-	if want, _ := privacy.ParseKeyHex(testKeyHex); err != nil || k3 != want {
+	if want, _ := rng.ParseKeyHex(testKeyHex); err != nil || k3 != want {
 		t.Errorf("environment key not preferred: %v", err)
 	}
 	t.Setenv(env, "not-a-key")
-	if _, _, err := Load(path, env, true); !errors.Is(err, privacy.ErrKey) || !strings.Contains(err.Error(), env) || strings.Contains(err.Error(), "not-a-key") {
+	if _, _, err := Load(path, env, true); !errors.Is(err, rng.ErrKey) || !strings.Contains(err.Error(), env) || strings.Contains(err.Error(), "not-a-key") {
 		t.Errorf("bad environment key: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package privacy
+package rng
 
 import (
 	"bytes"
@@ -15,9 +15,9 @@ import (
 const KeySize = 32
 
 // Key is the secret from which every release's noise is derived
-// (NewStream). Reading it from a file or the environment is the job of
-// internal/keyfile, outside the pure packages. Whoever holds it can recompute, and so subtract, the noise of
-// every release: keep it like a private key.
+// (NewStream). Whoever holds it can recompute, and so subtract, the noise of
+// every release: keep it like a private key. Reading it from a file or the
+// environment is the job of internal/keyfile, outside the pure packages.
 //
 // A Key never prints: String, GoString, Format (every fmt verb), LogValue and
 // MarshalText all give "[redacted]", and no error of this package contains

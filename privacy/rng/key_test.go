@@ -1,4 +1,4 @@
-package privacy
+package rng
 
 import (
 	"encoding/json"
