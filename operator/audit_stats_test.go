@@ -31,7 +31,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -143,7 +143,7 @@ func windowAtRun(r auditRun, start int64) *windows.Window {
 }
 
 // statsRelease returns coordinate c of one release of w under key.
-func statsRelease(t *testing.T, p *plan, w *windows.Window, c statsCoord, key privacy.Key) float64 {
+func statsRelease(t *testing.T, p *plan, w *windows.Window, c statsCoord, key rng.Key) float64 {
 	t.Helper()
 	ap := &p.aggs[0]
 	k := schema.ReleaseKey(releaseID("test", c.start), ap.name, mustValues(c.group)...)
@@ -151,7 +151,7 @@ func statsRelease(t *testing.T, p *plan, w *windows.Window, c statsCoord, key pr
 		for gi := range p.groupsOf(w) {
 			g := p.groupsOf(w)[gi]
 			if g.Key == c.group {
-				nodes, err := quantileNodes(ap, &g, privacy.NewStream(key, noiseID(p.digest, k)))
+				nodes, err := quantileNodes(ap, &g, rng.NewStream(key, noiseID(p.digest, k)))
 				if err != nil {
 					t.Fatal(err)
 				}

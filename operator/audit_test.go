@@ -76,7 +76,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"gonum.org/v1/gonum/mathext"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -369,9 +369,9 @@ func auditWindowIndex(start int64) int64 { return (start - testBase) / testSize.
 
 // auditKey is the noise key of trial i of one side of one audit, derived
 // from the test key: every trial draws independent noise.
-func auditKey(tag string, side, i int) privacy.Key {
-	s := privacy.NewStream(testKey(), fmt.Sprintf("dpstream/test/stream-audit/%s/%d/%d", tag, side, i))
-	var k privacy.Key
+func auditKey(tag string, side, i int) rng.Key {
+	s := rng.NewStream(testKey(), fmt.Sprintf("dpstream/test/stream-audit/%s/%d/%d", tag, side, i))
+	var k rng.Key
 	for j := 0; j < len(k); j += 8 {
 		binary.LittleEndian.PutUint64(k[j:], s.Uint64())
 	}

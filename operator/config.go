@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
@@ -901,7 +902,7 @@ func checkFile(p *problems, key, path string, secret bool) {
 	f.Close()
 	// privacy's rule: no bits for group or others, or the layout of a
 	// Kubernetes Secret file seen by a non-root container with an fsGroup.
-	if perm := st.Mode().Perm(); secret && !privacy.KeyFileModeOK(st) {
+	if perm := st.Mode().Perm(); secret && !keyfile.ModeOK(st) {
 		p.addf("%s: %q has the wrong mode %04o: a secret must not be readable by group or others (chmod 600 %s)", key, path, perm, path)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -103,7 +103,7 @@ type core struct {
 // window), so that which windows are released never depends on an event
 // (windows.Tumbling.EmitFrom). Events of earlier windows are late: a replay
 // never reopens a final window.
-func newCore(cfg Config, pl *plan, key privacy.Key, from int64) (*core, error) {
+func newCore(cfg Config, pl *plan, key rng.Key, from int64) (*core, error) {
 	dec, err := schema.NewDecoder(cfg.Schema)
 	if err != nil {
 		return nil, err

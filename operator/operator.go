@@ -15,7 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -25,7 +26,7 @@ import (
 // releases of every closed window. Make one with New and call Run.
 type Operator struct {
 	cfg      Config
-	key      privacy.Key
+	key      rng.Key
 	log      *slog.Logger
 	reg      *prometheus.Registry
 	m        *metrics
@@ -78,7 +79,7 @@ func WithRegistry(r *prometheus.Registry) Option { return func(o *Operator) { o.
 
 // WithKey sets the secret noise key instead of loading it from
 // privacy.key_file / privacy.key_env.
-func WithKey(k privacy.Key) Option { return func(o *Operator) { o.key = k } }
+func WithKey(k rng.Key) Option { return func(o *Operator) { o.key = k } }
 
 // WithReleaseHook calls fn, on the operator's publishing goroutine, after
 // every window is published. fn must not block for long.
@@ -98,7 +99,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 		o.log = NewLogger(cfg.Observability, os.Stderr)
 	}
 	if o.key.IsZero() {
-		k, _, err := privacy.LoadKey(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false)
+		k, _, err := keyfile.Load(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false)
 		if err != nil {
 			return nil, fmt.Errorf("operator: loading the secret key: %w", err)
 		}

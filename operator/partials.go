@@ -19,7 +19,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // partialMagic starts every partials topic message (format version 2:
@@ -32,7 +32,7 @@ const partialMACDomain = "dpstream/partials-mac/v1"
 
 // partialMACKey derives the key of the partials topic's MACs from the
 // noise key: HMAC-SHA256(key, partialMACDomain).
-func partialMACKey(k privacy.Key) []byte {
+func partialMACKey(k rng.Key) []byte {
 	m := hmac.New(sha256.New, k[:])
 	m.Write([]byte(partialMACDomain))
 	return m.Sum(nil)

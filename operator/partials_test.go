@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // assemble feeds msgs to a new assembler with macKey and returns the
@@ -62,7 +62,7 @@ func TestPartialMACRejectsForgeries(t *testing.T) {
 	genuine := []byte("the partial state of window 60000, input partition 3")
 
 	// Signed with another key.
-	var other privacy.Key
+	var other rng.Key
 	other[0] = 1
 	if _, err := assemble(mk, partialMessages("p", partialMACKey(other), 60_000, 3, genuine)); !errors.Is(err, errPartialMessage) {
 		t.Errorf("a partial under another key: err %v, want errPartialMessage", err)

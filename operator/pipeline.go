@@ -13,7 +13,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -95,7 +95,7 @@ type outMsg struct {
 
 // releaseWindow builds the releases of w, skipping keys already published,
 // as the first window of the horizon's ledger (see releaseWindowAt).
-func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, instance string,
+func (p *plan) releaseWindow(w *windows.Window, key rng.Key, namespace, instance string,
 	published map[string]int64) (out []outMsg, dup, withheld int, err error) {
 	return p.releaseWindowAt(w, key, namespace, instance, published, nil)
 }
@@ -105,7 +105,7 @@ func (p *plan) releaseWindow(w *windows.Window, key privacy.Key, namespace, inst
 // windows before it (nil: none in this horizon). It returns the messages to
 // write, the number skipped as already published, and the number of groups
 // withheld by selection.
-func (p *plan) releaseWindowAt(w *windows.Window, key privacy.Key, namespace, instance string,
+func (p *plan) releaseWindowAt(w *windows.Window, key rng.Key, namespace, instance string,
 	published map[string]int64, l *ledgerRecord) (out []outMsg, dup, withheld int, err error) {
 	id := releaseID(namespace, w.Start)
 	note := p.note
@@ -116,7 +116,7 @@ func (p *plan) releaseWindowAt(w *windows.Window, key privacy.Key, namespace, in
 	var selected []windows.Group
 	for _, g := range groups {
 		if p.sel != nil {
-			s := privacy.NewStream(key, noiseID(p.digest, schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
+			s := rng.NewStream(key, noiseID(p.digest, schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
 			noisy, err := p.sel.noise.add(s, float64(g.Units))
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: group selection: %w", err)
@@ -147,7 +147,7 @@ func (p *plan) releaseWindowAt(w *windows.Window, key privacy.Key, namespace, in
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}
-			s := privacy.NewStream(key, noiseID(p.digest, k))
+			s := rng.NewStream(key, noiseID(p.digest, k))
 			if r.Series, err = p.series(ap, g, s); err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: %s: %w", ap.name, err)
 			}
@@ -211,7 +211,7 @@ func mustValues(group string) []string {
 
 // series draws the noise of one aggregate of one group from s, in the
 // order of the schema's series.
-func (p *plan) series(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema.Series, error) {
+func (p *plan) series(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	switch ap.kind {
 	case schema.KindHistogram:
 		vals := make([]float64, len(p.labels))
@@ -252,7 +252,7 @@ func (p *plan) series(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema
 // noised adds noise to vals and attaches the per-value intervals. Integer
 // vectors are released as integers (Ints), real vectors as multiples of
 // the grid step (Floats); the series names the mechanism that ran.
-func (p *plan) noised(n *vectorNoise, vals []float64, s *privacy.Stream, labels []string) (schema.Series, error) {
+func (p *plan) noised(n *vectorNoise, vals []float64, s *rng.Stream, labels []string) (schema.Series, error) {
 	sr := schema.Series{
 		Name: n.series, Mechanism: n.mech.Name(), Scale: n.scale, Level: 1 - n.beta,
 		Sensitivity: schema.Sensitivity{L0: int64(math.Ceil(n.sens.L0)), L1: n.sens.L1, L2: n.sens.L2, LInf: n.sens.Linf},
@@ -323,8 +323,8 @@ func floorDiv(a, b int64) int64 {
 // seedFromKey derives the windows package's sampling seed from the secret
 // key, so contribution bounding is reproducible across restarts and not
 // predictable without the key.
-func seedFromKey(k privacy.Key) [32]byte {
-	s := privacy.NewStream(k, "dpstream/windows-seed/v1")
+func seedFromKey(k rng.Key) [32]byte {
+	s := rng.NewStream(k, "dpstream/windows-seed/v1")
 	var seed [32]byte
 	for i := 0; i < 32; i += 8 {
 		v := s.Uint64()

@@ -9,7 +9,8 @@ import (
 	"math"
 	"strings"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/quantile"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -23,7 +24,7 @@ import (
 // normalized sum and normalized sum of squares around the midpoint):
 // centring makes S1 and S2 small and bounded by the half-range, so their
 // sensitivities V·h and V·h² are the smallest the bounds allow.
-func (p *plan) varianceSeries(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema.Series, error) {
+func (p *plan) varianceSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	cnt, err := p.noised(&ap.noises[0], []float64{float64(g.Values)}, s, nil)
 	if err != nil {
 		return nil, err
@@ -102,8 +103,8 @@ func (p *plan) variance(cnt, sum, sq schema.Series) (v, sd schema.Series) {
 // quantileSeries noises every node below the root of the group's quantile
 // tree (one vector, ap.noises[0]: integer noise, drawn in node order from
 // s) and derives the requested quantiles, their intervals and rank errors
-// from it (privacy.QuantileTree). The noised nodes are not published.
-func (p *plan) quantileSeries(ap aggPlan, g *windows.Group, s *privacy.Stream) ([]schema.Series, error) {
+// from it (quantile.Tree). The noised nodes are not published.
+func (p *plan) quantileSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	n := &ap.noises[0]
 	nodes, err := quantileNodes(&ap, g, s)
 	if err != nil {
@@ -118,14 +119,14 @@ func (p *plan) quantileSeries(ap aggPlan, g *windows.Group, s *privacy.Stream) (
 	}
 	re := schema.Series{Name: schema.SeriesRankError, Mechanism: schema.DerivedMechanism, Level: level, Labels: ap.labels}
 	for _, r := range ap.ranks {
-		e := privacy.RankError(r, ap.rankH)
+		e := quantile.RankError(r, ap.rankH)
 		re.Floats, re.Lo, re.Hi = append(re.Floats, e), append(re.Lo, e), append(re.Hi, e)
 	}
 	return []schema.Series{qs, re}, nil
 }
 
 // treeNodes returns the true node counts of g's quantile tree, in the
-// noised vector's order (privacy.QuantileTree).
+// noised vector's order (quantile.Tree).
 func treeNodes(ap *aggPlan, g *windows.Group) ([]float64, error) {
 	leaves := make([]float64, ap.tree.Leaves())
 	for _, l := range g.Leaves {
@@ -139,7 +140,7 @@ func treeNodes(ap *aggPlan, g *windows.Group) ([]float64, error) {
 
 // quantileNodes returns g's noised tree nodes, the noise drawn from s in
 // node order: what the release's quantiles are computed from.
-func quantileNodes(ap *aggPlan, g *windows.Group, s *privacy.Stream) ([]float64, error) {
+func quantileNodes(ap *aggPlan, g *windows.Group, s *rng.Stream) ([]float64, error) {
 	nodes, err := treeNodes(ap, g)
 	if err != nil {
 		return nil, err

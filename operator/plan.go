@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/quantile"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -178,10 +180,10 @@ type aggPlan struct {
 	kind   schema.Kind
 	noises []vectorNoise // one per noised series, in schema order
 	// Quantiles: the ranks, their labels, the tree and the half-width H of
-	// every noised prefix count at the plan's level (privacy.QuantileTree).
+	// every noised prefix count at the plan's level (quantile.Tree).
 	ranks  []float64
 	labels []string
-	tree   privacy.QuantileTree
+	tree   quantile.Tree
 	rankH  float64
 }
 
@@ -378,7 +380,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 			}
 			if s.agg == AggQuantiles && !isDiscrete(m) {
 				// The tree's intervals need the tail of sums of its noise
-				// (privacy.QuantileTree.RankBound): exact integer noise only.
+				// (quantile.Tree.RankBound): exact integer noise only.
 				return nil, fmt.Errorf("%w: %s: quantiles need laplace, gaussian or auto (exact integer noise on the tree), not %s", ErrConfig, n.part, s.configured)
 			}
 			n.mech = m
@@ -405,7 +407,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		return nil, err
 	}
 	beta := 1 - c.Privacy.Confidence
-	check := privacy.NewStream(privacy.Key{}, "dpstream/plan-check/v1") // parameter check only, never published
+	check := rng.NewStream(rng.Key{}, "dpstream/plan-check/v1") // parameter check only, never published
 	scales := make([]float64, len(plans))
 	pparts := make([]privacy.Part, len(plans))
 	for i := range noises {
@@ -555,7 +557,7 @@ func calibrateNoises(acct privacy.Accounting, parts privacy.Budget, nw int, nois
 		return t
 	}
 	residual := func(n *vectorNoise, scale float64) (privacy.FloatResidual, error) {
-		r, err := privacy.NewFloatResidual(n.mech, scale, n.step, n.shift())
+		r, err := privacy.NewFloatResidual(privacy.FloatNoise{Mechanism: n.mech, Scale: scale, Step: n.step}, n.shift())
 		if err != nil {
 			return r, fmt.Errorf("operator: %s (%s): %w", n.part, n.mech.Name(), err)
 		}
@@ -667,7 +669,7 @@ func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure priva
 				continue
 			}
 		}
-		cmp, err := privacy.Compare(b, nw, totalL0, linf, privacy.CompareOptions{Candidates: g.names, Measure: measure, Accounting: acct})
+		cmp, err := privacy.Compare(privacy.Horizon{Total: b, Windows: nw, L0: totalL0, Linf: linf}, privacy.CompareOptions{Candidates: g.names, Measure: measure, Accounting: acct})
 		if err != nil {
 			return nil, "", err
 		}
@@ -804,7 +806,7 @@ func btoi(b bool) int {
 
 // add releases one value with n's noise drawn from s: an integer (as a
 // float64) for integer kinds, a multiple of the grid step for real values.
-func (n *vectorNoise) add(s *privacy.Stream, v float64) (float64, error) {
+func (n *vectorNoise) add(s *rng.Stream, v float64) (float64, error) {
 	switch n.kind {
 	case intExact:
 		z := n.mech.Sample(s, n.scale)
@@ -813,11 +815,11 @@ func (n *vectorNoise) add(s *privacy.Stream, v float64) (float64, error) {
 		}
 		return v + z, nil // both integers below 2^53: exact
 	case intRounded:
-		return privacy.SnapRelease(n.mech, s, n.scale, 1, -snapUnits, snapUnits, v)
+		return privacy.SnapRelease(s, privacy.SnapNoise{Mechanism: n.mech, Scale: n.scale, Step: 1, Lower: -snapUnits, Upper: snapUnits}, v)
 	case realLattice:
-		return privacy.LatticeRelease(s, n.grid, n.step, -n.lim, n.lim, v)
+		return privacy.LatticeRelease(s, privacy.LatticeNoise{Sigma: n.grid, Step: n.step, Lower: -n.lim, Upper: n.lim}, v)
 	default:
-		return privacy.SnapRelease(n.mech, s, n.scale, n.step, -n.lim, n.lim, v)
+		return privacy.SnapRelease(s, privacy.SnapNoise{Mechanism: n.mech, Scale: n.scale, Step: n.step, Lower: -n.lim, Upper: n.lim}, v)
 	}
 }
 
@@ -1058,14 +1060,14 @@ func ceil3(x float64) string {
 
 // planQuantiles completes the plan of the quantiles aggregate: its ranks
 // and labels, the tree, and the half-width H of its noised prefix counts
-// at level 1 − β (privacy.QuantileTree.RankBound), which gives every
+// at level 1 − β (quantile.Tree.RankBound), which gives every
 // quantile's interval and rank error.
 func (ap *aggPlan) planQuantiles(c Config, beta float64) error {
 	if len(ap.noises) != 1 {
 		return fmt.Errorf("operator: quantiles: %d noised parts, want 1", len(ap.noises))
 	}
 	b, d := c.Windows.quantileTree()
-	ap.tree = privacy.QuantileTree{Branching: b, Depth: d, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
+	ap.tree = quantile.Tree{Branching: b, Depth: d, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
 	ap.ranks = slices.Clone(c.Windows.quantileRanks())
 	for _, r := range ap.ranks {
 		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))

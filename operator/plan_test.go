@@ -248,8 +248,7 @@ func TestAutoPicksCompareWinner(t *testing.T) {
 	if n.mech.Name() != "subbotin:1.5" || !n.auto {
 		t.Errorf("auto chose %s, want subbotin:1.5", n.mech.Name())
 	}
-	cmp, err := privacy.Compare(privacy.Budget{Epsilon: 1, Delta: 1e-6}, 1, 16, n.linf,
-		privacy.CompareOptions{Candidates: privacy.AutoCandidates(1e-6)})
+	cmp, err := privacy.Compare(privacy.Horizon{Total: privacy.Budget{Epsilon: 1, Delta: 1e-6}, Windows: 1, L0: 16, Linf: n.linf}, privacy.CompareOptions{Candidates: privacy.AutoCandidates(1e-6)})
 	if err != nil || cmp.Winner != n.mech.Name() {
 		t.Errorf("compare's winner %q (%v), auto %q", cmp.Winner, err, n.mech.Name())
 	}
@@ -467,7 +466,7 @@ func floatTerms(t *testing.T, p *plan) []privacy.FloatTerm {
 		if n.series == schema.SeriesSum {
 			shift = privacy.LatticeSensitivity(n.sens.Linf, n.step) * n.step
 		}
-		r, err := privacy.NewFloatResidual(n.mech, n.scale, n.step, shift)
+		r, err := privacy.NewFloatResidual(privacy.FloatNoise{Mechanism: n.mech, Scale: n.scale, Step: n.step}, shift)
 		if err != nil {
 			t.Fatalf("%s: %v", n.part, err)
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -30,7 +30,7 @@ func runningConfig(mech string) Config {
 }
 
 // runningKeyN is the n-th noise key of these tests.
-func runningKeyN(n int) privacy.Key {
+func runningKeyN(n int) rng.Key {
 	k := testKey()
 	k[0], k[1] = byte(n), byte(n>>8)
 	return k

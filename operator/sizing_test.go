@@ -21,7 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/spf13/pflag"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -89,7 +89,7 @@ func TestSizingReleaseProbability(t *testing.T) {
 			t.Fatal(err)
 		}
 		tau := p.sel.threshold
-		s := privacy.NewStream(testKey(), "sizing-test/"+mech)
+		s := rng.NewStream(testKey(), "sizing-test/"+mech)
 		const trials = 20000
 		for _, n := range []float64{tau - 4, tau - 1, tau, tau + 2} {
 			hits := 0

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -291,4 +291,4 @@ func TestVarianceClamped(t *testing.T) {
 }
 
 var _ = fmt.Sprintf
-var _ = privacy.Key{}
+var _ = rng.Key{}

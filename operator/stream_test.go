@@ -20,7 +20,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/vmihailenco/msgpack/v5"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -206,8 +206,8 @@ func testConfig(brokers []string, input, output, group string) Config {
 }
 
 // testKey is a fixed secret key for reproducible tests.
-func testKey() privacy.Key {
-	var k privacy.Key
+func testKey() rng.Key {
+	var k rng.Key
 	for i := range k {
 		k[i] = byte(i*7 + 1)
 	}

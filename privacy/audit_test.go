@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // The empirical privacy audit. For each mechanism, calibrated to (ε, δ) for
@@ -133,8 +135,8 @@ func TestPrivacyAudit(t *testing.T) {
 			loss := func(scale float64, tag string) (float64, string) {
 				y0 := make([]float64, c.n)
 				y1 := make([]float64, c.n)
-				s0 := NewStream(testKey, "audit/0/"+tag+c.m.Name())
-				s1 := NewStream(testKey, "audit/1/"+tag+c.m.Name())
+				s0 := rng.NewStream(testKey, "audit/0/"+tag+c.m.Name())
+				s1 := rng.NewStream(testKey, "audit/1/"+tag+c.m.Name())
 				for i := range y0 {
 					y0[i] = c.m.Sample(s0, scale)
 					y1[i] = c.sens + c.m.Sample(s1, scale)

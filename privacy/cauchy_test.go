@@ -3,10 +3,12 @@ package privacy
 import (
 	"math"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy/internal/stable"
 )
 
 // TestCauchyClosedForm checks the closed form γ = Δ/(2·sinh(ε/2)) against
-// the general loss maximisation of stable_loss.go run on the Cauchy
+// the general loss maximisation of internal/stable (LossBound) run on the Cauchy
 // log-density (relErr 1e-15: log1p and log are accurate to a few ulps):
 // at the returned scale the general bound is ε up to its own margins (it
 // may exceed ε by 1e-11·max(1, ε), never fall short beyond rounding), and
@@ -24,7 +26,7 @@ func TestCauchyClosedForm(t *testing.T) {
 			if c.Scale < exact || relDiff(c.Scale, exact) > 1e-13 {
 				t.Errorf("ε=%v Δ=%v: scale %.17g, closed form %.17g", eps, sens, c.Scale, exact)
 			}
-			got, u, err := lossBound(cauchyLogPDF, sens/c.Scale, 1e-15)
+			got, u, err := stable.LossBound(cauchyLogPDF, sens/c.Scale, 1e-15)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -41,7 +43,7 @@ func TestCauchyClosedForm(t *testing.T) {
 			if want := -1 / (d/2 + math.Sqrt(1+d*d/4)); math.Abs(u-want) > 1e-4*math.Abs(want)+1e-7 {
 				t.Errorf("ε=%v Δ=%v: maximiser %v, want %v", eps, sens, u, want)
 			}
-			below, _, _ := lossBound(cauchyLogPDF, sens/(c.Scale*(1-1e-9)), 0)
+			below, _, _ := stable.LossBound(cauchyLogPDF, sens/(c.Scale*(1-1e-9)), 0)
 			if !(below > eps) {
 				t.Errorf("ε=%v Δ=%v: loss %v just below the scale does not exceed ε", eps, sens, below)
 			}

@@ -139,14 +139,16 @@ func (c Comparison) Best() (Option, bool) {
 }
 
 // Compare calibrates every candidate for a release in which one unit moves
-// at most l0 coordinates by at most linf, published `windows` times, so that
-// the whole horizon meets the total budget under the chosen accountant, and
+// at most h.L0 coordinates by at most h.Linf, published h.Windows times, so
+// that the whole horizon meets the total budget h.Total under the chosen
+// accountant, and
 // ranks the candidates by the error of one coordinate. Candidates that
 // cannot meet the budget (errors wrapping ErrInfeasible or ErrUnsupported,
 // or integer noise with a fractional linf) are listed in Infeasible; any
 // other error is returned. Calibrations are cached per configuration (see
 // CalibrateParts), so comparing again is cheap.
-func Compare(total Budget, windows, l0 int, linf float64, o CompareOptions) (Comparison, error) {
+func Compare(h Horizon, o CompareOptions) (Comparison, error) {
+	total, windows, l0, linf := h.Total, h.Windows, h.L0, h.Linf
 	measure, err := ParseErrorMeasure(string(o.Measure))
 	if err != nil {
 		return Comparison{}, err
@@ -179,7 +181,7 @@ func Compare(total Budget, windows, l0 int, linf float64, o CompareOptions) (Com
 			res.Infeasible = append(res.Infeasible, m.Name())
 			continue // integer noise needs an integer L∞
 		}
-		p, err := CalibrateWith(acct, m, total, windows, l0, linf)
+		p, err := CalibrateWith(acct, m, h)
 		if err != nil {
 			if errors.Is(err, ErrInfeasible) || errors.Is(err, ErrUnsupported) {
 				res.Infeasible = append(res.Infeasible, m.Name())
@@ -190,10 +192,10 @@ func Compare(total Budget, windows, l0 int, linf float64, o CompareOptions) (Com
 		opt := Option{Mechanism: m, Plan: p, Variance: m.Variance(p.Scale), MeanAbsError: m.MeanAbsError(p.Scale),
 			BasicScale: math.NaN(), AdvancedScale: math.NaN()}
 		if o.Theorems {
-			if b, err := CalibrateWith(AccountBasic, m, total, windows, l0, linf); err == nil {
+			if b, err := CalibrateWith(AccountBasic, m, h); err == nil {
 				opt.BasicScale = b.Scale
 			}
-			if a, err := CalibrateWith(AccountAdvanced, m, total, windows, l0, linf); err == nil {
+			if a, err := CalibrateWith(AccountAdvanced, m, h); err == nil {
 				opt.AdvancedScale = a.Scale
 			}
 		}
@@ -224,8 +226,8 @@ func Compare(total Budget, windows, l0 int, linf float64, o CompareOptions) (Com
 // Choose returns the candidate of Compare with the smallest error, or an
 // error wrapping ErrInfeasible when no candidate meets the budget with a
 // finite error.
-func Choose(total Budget, windows, l0 int, linf float64, o CompareOptions) (Option, error) {
-	c, err := Compare(total, windows, l0, linf, o)
+func Choose(h Horizon, o CompareOptions) (Option, error) {
+	c, err := Compare(h, o)
 	if err != nil {
 		return Option{}, err
 	}

@@ -19,7 +19,7 @@ func TestChooseKnownWinners(t *testing.T) {
 		l0   int
 		want string
 	}{{16, "subbotin:1.5"}, {64, "gaussian"}} {
-		c, err := Compare(total, 1, tc.l0, 1, CompareOptions{Candidates: AutoCandidates(total.Delta)})
+		c, err := Compare(Horizon{Total: total, Windows: 1, L0: tc.l0, Linf: 1}, CompareOptions{Candidates: AutoCandidates(total.Delta)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -31,7 +31,7 @@ func TestChooseKnownWinners(t *testing.T) {
 				t.Errorf("L0 = %d: options not sorted by variance at %d", tc.l0, i)
 			}
 		}
-		best, err := Choose(total, 1, tc.l0, 1, CompareOptions{Candidates: AutoCandidates(total.Delta)})
+		best, err := Choose(Horizon{Total: total, Windows: 1, L0: tc.l0, Linf: 1}, CompareOptions{Candidates: AutoCandidates(total.Delta)})
 		if err != nil || best.Mechanism.Name() != tc.want {
 			t.Fatalf("Choose: %v, %v", best.Mechanism, err)
 		}
@@ -51,7 +51,7 @@ func TestComparePureAndMeasures(t *testing.T) {
 	if !slices.Contains(cands, "cauchy") || !slices.Contains(cands, "sas:1.5") || slices.Contains(AutoCandidates(1e-9), "cauchy") {
 		t.Fatalf("AutoCandidates: %v", cands)
 	}
-	c, err := Compare(total, 1, 2, 1, CompareOptions{Candidates: cands, Measure: ByMAE})
+	c, err := Compare(Horizon{Total: total, Windows: 1, L0: 2, Linf: 1}, CompareOptions{Candidates: cands, Measure: ByMAE})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,15 +66,15 @@ func TestComparePureAndMeasures(t *testing.T) {
 			t.Errorf("not sorted by MAE at %d", i)
 		}
 	}
-	if _, err := Compare(total, 1, 2, 1, CompareOptions{Measure: "max"}); !errors.Is(err, ErrInvalidParameter) {
+	if _, err := Compare(Horizon{Total: total, Windows: 1, L0: 2, Linf: 1}, CompareOptions{Measure: "max"}); !errors.Is(err, ErrInvalidParameter) {
 		t.Errorf("bad measure: %v", err)
 	}
 	// Only infinite-variance candidates: no winner, Choose says infeasible.
-	if _, err := Choose(total, 1, 1, 1, CompareOptions{Candidates: []string{"cauchy"}}); !errors.Is(err, ErrInfeasible) {
+	if _, err := Choose(Horizon{Total: total, Windows: 1, L0: 1, Linf: 1}, CompareOptions{Candidates: []string{"cauchy"}}); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("Choose among cauchy by variance: %v", err)
 	}
 	// Integer noise needs an integer L∞.
-	c, err = Compare(Budget{Epsilon: 1, Delta: 1e-6}, 1, 1, 0.5, CompareOptions{Candidates: []string{"discrete-laplace", "laplace"}})
+	c, err = Compare(Horizon{Total: Budget{Epsilon: 1, Delta: 1e-6}, Windows: 1, L0: 1, Linf: 0.5}, CompareOptions{Candidates: []string{"discrete-laplace", "laplace"}})
 	if err != nil || !slices.Equal(c.Infeasible, []string{"discrete-laplace"}) || c.Winner != "laplace" ||
 		math.IsNaN(c.Options[0].Variance) {
 		t.Errorf("fractional L∞: %+v, %v", c, err)

@@ -82,20 +82,35 @@ type Plan struct {
 // pessimism is of the same order; see PLDOptions.)
 const CalibrationTolerance = 1e-4
 
-// CalibrateHorizon returns the per-coordinate scale such that `windows`
-// releases, in each of which one unit changes at most l0 coordinates by at
-// most linf, together meet the total budget — the composition of
-// windows·l0 one-dimensional mechanisms (see vector.go for why this is the
+// Horizon is a run of releases calibrated together: the total budget they
+// share and what one unit can change in each. Its fields are named so that
+// two swapped numbers (windows and L0, say) cannot silently change the
+// guarantee.
+type Horizon struct {
+	// Total is the budget of the whole horizon (all windows together).
+	Total Budget
+	// Windows is the number of releases in the horizon.
+	Windows int
+	// L0 is the number of coordinates one unit can change per window.
+	L0 int
+	// Linf is the most one unit can change one coordinate (L∞).
+	Linf float64
+}
+
+// CalibrateHorizon returns the per-coordinate scale such that h.Windows
+// releases, in each of which one unit changes at most h.L0 coordinates by at
+// most h.Linf, together meet the total budget h.Total — the composition of
+// Windows·L0 one-dimensional mechanisms (see vector.go for why this is the
 // worst case). It uses the tightest valid accountant; results are cached
 // per configuration.
-func CalibrateHorizon(m Mechanism, total Budget, windows, l0 int, linf float64) (Plan, error) {
-	return CalibrateWith(Tightest, m, total, windows, l0, linf)
+func CalibrateHorizon(m Mechanism, h Horizon) (Plan, error) {
+	return CalibrateWith(Tightest, m, h)
 }
 
 // CalibrateWith is CalibrateHorizon with a chosen accountant, for
 // comparisons (basic, advanced) and tests.
-func CalibrateWith(a Accounting, m Mechanism, total Budget, windows, l0 int, linf float64) (Plan, error) {
-	ps, err := CalibrateParts(a, total, windows, []Part{{Mechanism: m, L0: l0, Linf: linf}})
+func CalibrateWith(a Accounting, m Mechanism, h Horizon) (Plan, error) {
+	ps, err := CalibrateParts(a, h.Total, h.Windows, []Part{{Mechanism: m, L0: h.L0, Linf: h.Linf}})
 	if err != nil {
 		return Plan{}, err
 	}

@@ -49,7 +49,7 @@ func TestCalibrateHorizonTight(t *testing.T) {
 				}
 			}
 			for _, a := range []Accounting{AccountBasic, AccountAdvanced} {
-				q, err := CalibrateWith(a, m, total, windows, l0, 1)
+				q, err := CalibrateWith(a, m, Horizon{Total: total, Windows: windows, L0: l0, Linf: 1})
 				if err != nil {
 					t.Fatalf("%s %s: %v", what, a, err)
 				}
@@ -65,7 +65,7 @@ func TestCalibrateHorizonTight(t *testing.T) {
 // exactly — ε/(W·L0) per coordinate.
 func TestCalibrateHorizonPureExact(t *testing.T) {
 	total := Budget{Epsilon: 2}
-	p, err := CalibrateHorizon(Laplace{}, total, 24, 4, 1)
+	p, err := CalibrateHorizon(Laplace{}, Horizon{Total: total, Windows: 24, L0: 4, Linf: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCalibrateHorizonPureExact(t *testing.T) {
 	if p.Scale < want || p.Scale > want*(1+1e-12) || p.Accounting != AccountPure {
 		t.Errorf("laplace: scale %v (%s), want %v", p.Scale, p.Accounting, want)
 	}
-	c, err := CalibrateHorizon(Cauchy{}, total, 24, 4, 1)
+	c, err := CalibrateHorizon(Cauchy{}, Horizon{Total: total, Windows: 24, L0: 4, Linf: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestCalibrateHorizonPureExact(t *testing.T) {
 	if e := 96 * (Cauchy{}).Epsilon(c.Scale, 1); e > 2 || e < 2*(1-1e-6) {
 		t.Errorf("cauchy: scale %v spends ε = %v of 2", c.Scale, e)
 	}
-	if _, err := CalibrateHorizon(Gaussian{}, total, 24, 4, 1); !errors.Is(err, ErrInfeasible) {
+	if _, err := CalibrateHorizon(Gaussian{}, Horizon{Total: total, Windows: 24, L0: 4, Linf: 1}); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("gaussian with δ = 0: %v, want ErrInfeasible", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestCalibratePartsHeterogeneous(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	one, err := CalibrateHorizon(Laplace{}, total, 60, 9, 1)
+	one, err := CalibrateHorizon(Laplace{}, Horizon{Total: total, Windows: 60, L0: 9, Linf: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,11 +194,11 @@ func BenchmarkCalibrateHorizon(b *testing.B) {
 			b.ReportMetric(float64(pldEvaluations.Load())/float64(n), "evals/op")
 		})
 		b.Run(m.Name()+"/cached", func(b *testing.B) {
-			if _, err := CalibrateHorizon(m, total, 1440, 16, 1); err != nil {
+			if _, err := CalibrateHorizon(m, Horizon{Total: total, Windows: 1440, L0: 16, Linf: 1}); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := CalibrateHorizon(m, total, 1440, 16, 1); err != nil {
+				if _, err := CalibrateHorizon(m, Horizon{Total: total, Windows: 1440, L0: 16, Linf: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -213,7 +213,7 @@ func BenchmarkCalibrateHorizon(b *testing.B) {
 func ExampleCalibrateHorizon() {
 	total := Budget{Epsilon: 1, Delta: 1e-6}
 	for _, a := range []Accounting{Tightest, AccountAdvanced, AccountBasic} {
-		p, err := CalibrateWith(a, Laplace{}, total, 1440, 16, 1)
+		p, err := CalibrateWith(a, Laplace{}, Horizon{Total: total, Windows: 1440, L0: 16, Linf: 1})
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -231,11 +231,11 @@ func ExampleCalibrateHorizon() {
 // the exact Gaussian.
 func TestCalibrateGaussianClassic(t *testing.T) {
 	total := Budget{Epsilon: 0.5, Delta: 1e-6}
-	c, err := CalibrateHorizon(GaussianClassic{}, total, 10, 4, 1)
+	c, err := CalibrateHorizon(GaussianClassic{}, Horizon{Total: total, Windows: 10, L0: 4, Linf: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := CalibrateHorizon(Gaussian{}, total, 10, 4, 1)
+	g, err := CalibrateHorizon(Gaussian{}, Horizon{Total: total, Windows: 10, L0: 4, Linf: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package privacy
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // DiscreteGaussian is the discrete Gaussian mechanism for integer-valued
@@ -58,19 +60,19 @@ func (m DiscreteGaussian) Calibrate(epsilon, delta, sensitivity float64) (Calibr
 	ok := func(sigma float64) bool { return dgDelta(epsilon, sigma, sensitivity) <= delta }
 	// Start from the classic bound Δ·√(2 ln(1.25/δ))/ε and bracket.
 	hi := sensitivity * math.Sqrt(2*math.Log(1.25/delta)) / epsilon
-	hi = math.Max(hi, minDiscreteScale)
+	hi = math.Max(hi, rng.MinDiscreteScale)
 	lo := hi
 	if ok(hi) {
 		for ok(lo) {
 			hi, lo = lo, lo/2
-			if lo < minDiscreteScale {
+			if lo < rng.MinDiscreteScale {
 				return Calibration{}, fmt.Errorf("%w: discrete-gaussian: no usable σ found", ErrInfeasible)
 			}
 		}
 	} else {
 		for !ok(hi) {
 			lo, hi = hi, hi*2
-			if hi > maxDiscreteScale {
+			if hi > rng.MaxDiscreteScale {
 				return Calibration{}, fmt.Errorf("%w: discrete-gaussian σ exceeds the supported 2^40 (ε or δ too small for Δ)", ErrInfeasible)
 			}
 		}
@@ -273,9 +275,9 @@ func (m DiscreteGaussian) HalfWidth(scale, beta float64) float64 {
 // Sample implements Mechanism: an exact discrete Gaussian variate (returned
 // as a float64, an integer) with parameter σ = scale taken exactly (σ² is a
 // dyadic rational). It returns NaN if scale is outside [2⁻³⁰, 2⁴⁰].
-func (m DiscreteGaussian) Sample(s *Stream, scale float64) float64 {
-	if !discreteScaleOK(scale) {
+func (m DiscreteGaussian) Sample(s *rng.Stream, scale float64) float64 {
+	if !rng.DiscreteScaleOK(scale) {
 		return math.NaN()
 	}
-	return float64(s.discreteGaussian(newDGParams(scale)))
+	return float64(s.DiscreteGaussian(rng.NewDGParams(scale)))
 }

@@ -3,6 +3,8 @@ package privacy
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // DiscreteLaplace is the discrete Laplace (two-sided geometric) mechanism for
@@ -72,7 +74,7 @@ func (m DiscreteLaplace) Calibrate(epsilon, delta, sensitivity float64) (Calibra
 	// The computed quotient is within half an ulp of Δ/ε; one step up is
 	// above it.
 	pure := math.Nextafter(sensitivity/epsilon, math.Inf(1))
-	if pure > maxDiscreteScale {
+	if pure > rng.MaxDiscreteScale {
 		return Calibration{}, fmt.Errorf("%w: discrete-laplace scale %.3g exceeds the supported 2^40 (ε too small for Δ)", ErrInfeasible, pure)
 	}
 	c.Scale = pure
@@ -83,7 +85,7 @@ func (m DiscreteLaplace) Calibrate(epsilon, delta, sensitivity float64) (Calibra
 	lo := pure / 2
 	for ok(lo) {
 		lo /= 2
-		if lo < minDiscreteScale {
+		if lo < rng.MinDiscreteScale {
 			return c, nil // pathological: keep the pure-ε scale
 		}
 	}
@@ -200,10 +202,10 @@ func smallestHalfWidth(h0 float64, tail func(float64) float64, beta float64) flo
 // as a float64, an integer) with scale t rounded up to a dyadic rational
 // (exact for every t ≥ 2⁻¹⁰). It returns NaN if scale is outside
 // [2⁻³⁰, 2⁴⁰].
-func (m DiscreteLaplace) Sample(s *Stream, scale float64) float64 {
-	if !discreteScaleOK(scale) {
+func (m DiscreteLaplace) Sample(s *rng.Stream, scale float64) float64 {
+	if !rng.DiscreteScaleOK(scale) {
 		return math.NaN()
 	}
-	t, d := dyadicUp(scale)
-	return float64(s.discreteLaplace(t, d))
+	t, d := rng.DyadicUp(scale)
+	return float64(s.DiscreteLaplace(t, d))
 }

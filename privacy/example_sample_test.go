@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // A count is released with discrete Laplace noise: integer noise, exactly
@@ -17,8 +18,8 @@ func ExampleDiscreteLaplace() {
 		fmt.Println(err)
 		return
 	}
-	key, _ := privacy.ParseKeyHex(strings.Repeat("ab", privacy.KeySize))
-	s := privacy.NewStream(key, "logins/2024-06-01T10:00Z/count")
+	key, _ := rng.ParseKeyHex(strings.Repeat("ab", rng.KeySize))
+	s := rng.NewStream(key, "logins/2024-06-01T10:00Z/count")
 	fmt.Printf("scale %.4f\n", cal.Scale)
 	fmt.Println(1234 + m.Sample(s, cal.Scale))
 	// Output:
@@ -31,13 +32,13 @@ func ExampleDiscreteLaplace() {
 // channel, and the output is the same on every platform.
 func ExampleNewSnapped() {
 	// Each user adds at most 10 to the sum; the sum lies in [0, 1e6].
-	p, err := privacy.NewSnapped(privacy.Laplace{}, 0.5, 0, 10, 0, 1e6)
+	p, err := privacy.NewSnapped(privacy.Laplace{}, privacy.SnapQuery{Budget: privacy.Budget{Epsilon: 0.5}, Sensitivity: 10, Lower: 0, Upper: 1e6})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	key, _ := privacy.ParseKeyHex(strings.Repeat("ab", privacy.KeySize))
-	s := privacy.NewStream(key, "spend/2024-06-01T10:00Z/sum")
+	key, _ := rng.ParseKeyHex(strings.Repeat("ab", rng.KeySize))
+	s := rng.NewStream(key, "spend/2024-06-01T10:00Z/sum")
 	v, err := p.Release(s, 52341.17)
 	if err != nil {
 		fmt.Println(err)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // Mechanism is an additive noise mechanism: it releases q(d) + scale·X,
@@ -33,7 +35,7 @@ type Mechanism interface {
 	HalfWidth(scale, beta float64) float64
 
 	// Sample draws one variate of scale·X from s.
-	Sample(s *Stream, scale float64) float64
+	Sample(s *rng.Stream, scale float64) float64
 }
 
 // Criterion is implemented by mechanisms whose exact guarantee at a given

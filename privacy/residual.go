@@ -133,13 +133,27 @@ func FloatTail(m Mechanism) float64 {
 	return floatTailSlack * floatTailBeta
 }
 
-// NewFloatResidual returns the residual of float64 noise of mechanism m at
-// the given scale, rounded to the grid step Λ (a power of two), for a grid
-// value that moves by at most shift (value units, D·Λ) between neighbours.
+// FloatNoise is float64 noise rounded to a grid: the subject of
+// NewFloatResidual and FloatKappa. Its fields are named so that two swapped
+// numbers cannot silently change the guarantee.
+type FloatNoise struct {
+	// Mechanism draws the noise.
+	Mechanism Mechanism
+	// Scale is the noise scale, in the value's units.
+	Scale float64
+	// Step is the grid Λ the noise is rounded to, a power of two.
+	Step float64
+}
+
+// NewFloatResidual returns the residual of float64 noise of mechanism
+// n.Mechanism at scale n.Scale, rounded to the grid step Λ = n.Step (a power
+// of two), for a grid value that moves by at most shift (value units, D·Λ)
+// between neighbours.
 // Exact mechanisms (FloatExact) return the zero residual. Heavy-tailed
 // mechanisms (cauchy, sas:α), a κ above 2⁻¹⁶ and invalid arguments are
 // errors (ErrUnsupported, ErrInfeasible, ErrInvalidParameter).
-func NewFloatResidual(m Mechanism, scale, step, shift float64) (FloatResidual, error) {
+func NewFloatResidual(n FloatNoise, shift float64) (FloatResidual, error) {
+	m, scale, step := n.Mechanism, n.Scale, n.Step
 	if m == nil {
 		return FloatResidual{}, fmt.Errorf("%w: nil mechanism", ErrInvalidParameter)
 	}
@@ -163,7 +177,7 @@ func NewFloatResidual(m Mechanism, scale, step, shift float64) (FloatResidual, e
 		return FloatResidual{}, fmt.Errorf("%w: %s: no finite noise reach", ErrInfeasible, m.Name())
 	}
 	reach := h + shift + step
-	k := FloatKappa(m, scale, step, reach)
+	k := FloatKappa(n, reach)
 	if !(k <= floatKappaMax) {
 		return FloatResidual{}, fmt.Errorf("%w: %s noise at scale %.3g on grid step %v: the floating-point residual is not bounded (κ = %.3g > 2^-16)",
 			ErrInfeasible, m.Name(), scale, step, k)
@@ -174,8 +188,8 @@ func NewFloatResidual(m Mechanism, scale, step, shift float64) (FloatResidual, e
 }
 
 // FloatKappa returns κ, the bound on the relative change of the probability
-// of any grid cell of width Λ = step whose noise lies within reach, for
-// float64 noise of m at the given scale s: with η = 2⁻⁴⁴·(reach + Λ + s)
+// of any grid cell of width Λ = n.Step whose noise lies within reach, for
+// float64 noise of n.Mechanism at scale s = n.Scale: with η = 2⁻⁴⁴·(reach + Λ + s)
 // (the sampler error) and L the bound on |(log f)'| of the standard density
 // up to (reach + Λ)/s, the smaller of
 //
@@ -186,8 +200,8 @@ func NewFloatResidual(m Mechanism, scale, step, shift float64) (FloatResidual, e
 // f(y)·(s/L)·(1 − e^{−LΛ/(2s)}) for every y in it (integrate towards the
 // farther end, at least Λ/2 away), while each η-strip at an end holds at
 // most η·f(end)·e^{Lη/s}. +Inf for mechanisms without a slope bound.
-func FloatKappa(m Mechanism, scale, step, reach float64) float64 {
-	s := scale
+func FloatKappa(n FloatNoise, reach float64) float64 {
+	m, s, step := n.Mechanism, n.Scale, n.Step
 	eta := snapSamplerError * (reach + step + s)
 	l := logDensitySlope(m, (reach+step)/s)
 	if math.IsInf(l, 1) || math.IsNaN(l) {

@@ -5,6 +5,9 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy/internal/stattest"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // TestLatticeRelease: the lattice release of a value is an exact multiple
@@ -17,7 +20,7 @@ import (
 // the mean is checked to 5 standard errors (5σ/√n) and the variance to 5
 // standard errors of the sample variance (σ²·√(2/n), 1.6%), each failing a
 // correct sampler with probability 5.7e-7; KS fails one with probability
-// 1e-4 (ksAlpha). Total false-failure rate below 2.1e-4.
+// 1e-4 (stattest.KSAlpha). Total false-failure rate below 2.1e-4.
 func TestLatticeRelease(t *testing.T) {
 	const (
 		step  = 0x1p-15
@@ -29,11 +32,11 @@ func TestLatticeRelease(t *testing.T) {
 		{12.3456789, math.Round(12.3456789/step) * step}, // rounded to the grid
 		{1e9, hi}, // clamped
 	} {
-		s := NewStream(testKey, "lattice-release")
+		s := rng.NewStream(testKey, "lattice-release")
 		ks := make([]float64, n)
 		sum, sum2 := 0.0, 0.0
 		for i := range ks {
-			y, err := LatticeRelease(s, sigma, step, lo, hi, c.value)
+			y, err := LatticeRelease(s, LatticeNoise{Sigma: sigma, Step: step, Lower: lo, Upper: hi}, c.value)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -54,11 +57,11 @@ func TestLatticeRelease(t *testing.T) {
 			t.Errorf("value %v: noise variance %v σ², want 1 ± %v", c.value, v/(sigma*sigma), 5*math.Sqrt(2.0/n))
 		}
 		slices.Sort(ks)
-		if d := ksDistance(ks, func(x float64) float64 { return normalCDF((x + 0.5) / sigma) }, 1); d > ksCrit(n) {
-			t.Errorf("value %v: KS distance %v > %v from the discrete Gaussian", c.value, d, ksCrit(n))
+		if d := stattest.KSDistance(ks, func(x float64) float64 { return normalCDF((x + 0.5) / sigma) }, 1); d > stattest.KSCrit(n) {
+			t.Errorf("value %v: KS distance %v > %v from the discrete Gaussian", c.value, d, stattest.KSCrit(n))
 		}
 	}
-	s := NewStream(testKey, "lattice-release-errors")
+	s := rng.NewStream(testKey, "lattice-release-errors")
 	for _, b := range []struct{ sigma, step, lo, hi, v float64 }{
 		{0x1p41, step, lo, hi, 1},          // σ beyond the exact sampler's range
 		{0, step, lo, hi, 1},               // σ
@@ -67,7 +70,7 @@ func TestLatticeRelease(t *testing.T) {
 		{sigma, step, 0, 1e300, 1},         // too many steps
 		{sigma, step, lo, hi, math.Inf(1)}, // value
 	} {
-		if _, err := LatticeRelease(s, b.sigma, b.step, b.lo, b.hi, b.v); !errors.Is(err, ErrInvalidParameter) {
+		if _, err := LatticeRelease(s, LatticeNoise{Sigma: b.sigma, Step: b.step, Lower: b.lo, Upper: b.hi}, b.v); !errors.Is(err, ErrInvalidParameter) {
 			t.Errorf("LatticeRelease(%v): %v, want ErrInvalidParameter", b, err)
 		}
 	}
@@ -87,13 +90,13 @@ func TestLatticeRelease(t *testing.T) {
 // κ ≤ about 2⁻²¹.
 func TestFloatResidual(t *testing.T) {
 	for _, m := range []Mechanism{Laplace{}, Subbotin{R: 1}, DiscreteLaplace{}, DiscreteGaussian{}} {
-		r, err := NewFloatResidual(m, 3, 1, 1)
+		r, err := NewFloatResidual(FloatNoise{Mechanism: m, Scale: 3, Step: 1}, 1)
 		if err != nil || !r.Zero() {
 			t.Errorf("%s: residual %+v (%v), want zero", m.Name(), r, err)
 		}
 	}
 	for _, m := range []Mechanism{Cauchy{}, Stable{Alpha: 1.5}} {
-		if _, err := NewFloatResidual(m, 3, 1, 1); !errors.Is(err, ErrUnsupported) {
+		if _, err := NewFloatResidual(FloatNoise{Mechanism: m, Scale: 3, Step: 1}, 1); !errors.Is(err, ErrUnsupported) {
 			t.Errorf("%s: %v, want ErrUnsupported", m.Name(), err)
 		}
 	}
@@ -108,7 +111,7 @@ func TestFloatResidual(t *testing.T) {
 		{Subbotin{R: 8}, 2000, 1, 60, true},
 		{Logistic{}, 900, 0x1p-10, 30 + 0x1p-10, false}, // a sum on a grid 2⁻¹⁰: κ ≈ 4e-6
 	} {
-		r, err := NewFloatResidual(c.m, c.scale, c.step, c.shift)
+		r, err := NewFloatResidual(FloatNoise{Mechanism: c.m, Scale: c.scale, Step: c.step}, c.shift)
 		if err != nil {
 			t.Errorf("%s at %v: %v", c.m.Name(), c.scale, err)
 			continue
@@ -142,7 +145,7 @@ func TestFloatResidual(t *testing.T) {
 		t.Errorf("the case above does not exercise the second bound (%v)", fine)
 	}
 	// A grid too fine for the noise is refused, not reserved.
-	if _, err := NewFloatResidual(Logistic{}, 1e9, 1, 1); !errors.Is(err, ErrInfeasible) {
+	if _, err := NewFloatResidual(FloatNoise{Mechanism: Logistic{}, Scale: 1e9, Step: 1}, 1); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("logistic at 1e9 on the integer grid: %v, want ErrInfeasible", err)
 	}
 	// FloatStep: a power of two ≥ SnapStep(L∞) and ≥ reach·2⁻²², so κ ≈ 2⁻²¹.
@@ -152,7 +155,7 @@ func TestFloatResidual(t *testing.T) {
 	}{{Logistic{}, 900, 30}, {Subbotin{R: 1.5}, 15000, 30}, {Subbotin{R: 3}, 1, 30}, {Logistic{}, 0.03, 0.3}} {
 		step := FloatStep(c.m, c.scale, c.linf)
 		shift := LatticeSensitivity(c.linf, step) * step
-		r, err := NewFloatResidual(c.m, c.scale, step, shift)
+		r, err := NewFloatResidual(FloatNoise{Mechanism: c.m, Scale: c.scale, Step: step}, shift)
 		if err != nil {
 			t.Fatalf("%s: %v", c.m.Name(), err)
 		}
@@ -175,11 +178,11 @@ func TestFloatResidual(t *testing.T) {
 // tail term, ε below Σ N·ε_f, δ below the tail's cost).
 func TestFloatIdealGuarantee(t *testing.T) {
 	step := FloatStep(Logistic{}, 900, 30)
-	logi, err := NewFloatResidual(Logistic{}, 900, step, LatticeSensitivity(30, step)*step)
+	logi, err := NewFloatResidual(FloatNoise{Mechanism: Logistic{}, Scale: 900, Step: step}, LatticeSensitivity(30, step)*step)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub, err := NewFloatResidual(Subbotin{R: 1.5}, 3e4, 1, 60)
+	sub, err := NewFloatResidual(FloatNoise{Mechanism: Subbotin{R: 1.5}, Scale: 3e4, Step: 1}, 60)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package privacy
 
-import "math"
+import (
+	"math"
+
+	"github.com/dpstream/dpstream/privacy/rng"
+)
 
 // Samplers of the continuous mechanisms. Each Sample returns scale·X for the
 // mechanism's standard variate X, drawn from the release's Stream, and NaN
@@ -21,23 +25,23 @@ func scaleOK(scale float64) bool { return scale > 0 && scale <= math.MaxFloat64 
 
 // Sample implements Mechanism: scale times a standard Laplace variate (an
 // exponential ziggurat variate with a random sign).
-func (m Laplace) Sample(s *Stream, scale float64) float64 {
+func (m Laplace) Sample(s *rng.Stream, scale float64) float64 {
 	if !scaleOK(scale) {
 		return math.NaN()
 	}
-	return scale * s.laplace()
+	return scale * s.Laplace()
 }
 
 // Fill sets every element of dst to scale times an independent standard
 // Laplace variate, in the order Sample would draw them. It is Sample without
 // the per-call overhead; all elements are NaN if scale is invalid.
-func (m Laplace) Fill(s *Stream, scale float64, dst []float64) {
+func (m Laplace) Fill(s *rng.Stream, scale float64, dst []float64) {
 	if !scaleOK(scale) {
 		fillNaN(dst)
 		return
 	}
 	for i := range dst {
-		dst[i] = scale * s.laplace()
+		dst[i] = scale * s.Laplace()
 	}
 }
 
@@ -45,45 +49,38 @@ func (m Laplace) Fill(s *Stream, scale float64, dst []float64) {
 // the inverse CDF, |X| = log((1−h)/h) = log1p(−h) − log(h) for a uniform h
 // in (0, 1/2) and an independent sign, which is accurate at both ends: the
 // tail reaches |X| ≈ 709.
-func (m Logistic) Sample(s *Stream, scale float64) float64 {
+func (m Logistic) Sample(s *rng.Stream, scale float64) float64 {
 	if !scaleOK(scale) {
 		return math.NaN()
 	}
-	return scale * s.logistic()
-}
-
-func (s *Stream) logistic() float64 {
-	u, sign := s.float64Sign()
-	h := u / 2 // exact: uniform in (0, 1/2)
-	x := math.Log1p(-h) - math.Log(h)
-	return math.Float64frombits(math.Float64bits(x) | sign)
+	return scale * s.Logistic()
 }
 
 // Sample implements Mechanism: scale times a standard normal variate (a
 // 256-layer ziggurat with an exact tail).
-func (m Gaussian) Sample(s *Stream, scale float64) float64 {
+func (m Gaussian) Sample(s *rng.Stream, scale float64) float64 {
 	if !scaleOK(scale) {
 		return math.NaN()
 	}
-	return scale * s.normal()
+	return scale * s.Normal()
 }
 
 // Fill sets every element of dst to scale times an independent standard
 // normal variate, in the order Sample would draw them; all elements are NaN
 // if scale is invalid.
-func (m Gaussian) Fill(s *Stream, scale float64, dst []float64) {
+func (m Gaussian) Fill(s *rng.Stream, scale float64, dst []float64) {
 	if !scaleOK(scale) {
 		fillNaN(dst)
 		return
 	}
 	for i := range dst {
-		dst[i] = scale * s.normal()
+		dst[i] = scale * s.Normal()
 	}
 }
 
 // Sample implements Mechanism: the same standard normal sampler as
 // Gaussian.
-func (m GaussianClassic) Sample(s *Stream, scale float64) float64 {
+func (m GaussianClassic) Sample(s *rng.Stream, scale float64) float64 {
 	return Gaussian{}.Sample(s, scale)
 }
 
@@ -91,71 +88,32 @@ func (m GaussianClassic) Sample(s *Stream, scale float64) float64 {
 // |X| = (R·G)^{1/R} with G ~ Gamma(1/R, 1) and a random sign. R = 1 uses the
 // Laplace sampler and R = 2 the normal sampler (the same distributions). It
 // returns NaN if R is outside [1, 50].
-func (m Subbotin) Sample(s *Stream, scale float64) float64 {
+func (m Subbotin) Sample(s *rng.Stream, scale float64) float64 {
 	if !scaleOK(scale) || m.check() != nil {
 		return math.NaN()
 	}
 	switch m.R {
 	case 1:
-		return scale * s.laplace()
+		return scale * s.Laplace()
 	case 2:
-		return scale * s.normal()
+		return scale * s.Normal()
 	}
-	sign := s.c.Uint64() & (1 << 63)
+	sign := s.Uint64() & (1 << 63)
 	// log|X| = (log R + log G)/R, computed in logs so that small G (R large
 	// makes 1/R small and G tiny) does not underflow.
-	x := math.Exp((math.Log(m.R) + s.logGamma(1/m.R)) / m.R)
+	x := math.Exp((math.Log(m.R) + s.LogGamma(1/m.R)) / m.R)
 	return scale * math.Float64frombits(math.Float64bits(x)|sign)
-}
-
-// logGamma returns log G for G ~ Gamma(a, 1), a > 0: Marsaglia & Tsang, "A
-// simple method for generating gamma variables", ACM TOMS 26(3), 2000, with
-// their boost for a < 1: G(a) = G(a+1)·U^{1/a}, taken in logs.
-func (s *Stream) logGamma(a float64) float64 {
-	boost := 0.0
-	if a < 1 {
-		boost = math.Log(s.Float64()) / a
-		a++
-	}
-	d := a - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := s.normal()
-		v := 1 + float64(c*x)
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := s.Float64()
-		x2 := float64(x * x)
-		// Squeeze (0.0331 is Marsaglia & Tsang's constant), then the exact
-		// test log u < x²/2 + d·(1 − v + log v).
-		if u < 1-float64(0.0331*x2)*x2 || math.Log(u) < 0.5*x2+float64(d*(1-v+math.Log(v))) {
-			return boost + math.Log(d*v)
-		}
-	}
 }
 
 // Sample implements Mechanism: scale times a standard Cauchy variate,
 // |X| = cot(πU/2) for a full-precision uniform U and a random sign, computed
 // as 1/tan(πU/2) for U < 1/2 and tan(π(1−U)/2) otherwise, so both the far
 // tail (U → 0) and the centre keep full relative precision.
-func (m Cauchy) Sample(s *Stream, scale float64) float64 {
+func (m Cauchy) Sample(s *rng.Stream, scale float64) float64 {
 	if !scaleOK(scale) {
 		return math.NaN()
 	}
-	return scale * s.cauchy()
-}
-
-func (s *Stream) cauchy() float64 {
-	u, sign := s.float64Sign()
-	var x float64
-	if u < 0.5 {
-		x = 1 / math.Tan(math.Pi/2*u)
-	} else {
-		x = math.Tan(math.Pi / 2 * (1 - u)) // 1 − u is exact here
-	}
-	return math.Float64frombits(math.Float64bits(x) | sign)
+	return scale * s.Cauchy()
 }
 
 // Sample implements Mechanism: scale times a standard symmetric α-stable
@@ -169,20 +127,12 @@ func (s *Stream) cauchy() float64 {
 // cos V = sin t keeps its relative precision where the tail comes from
 // (V → ±π/2); W = −log U' is an inverse-CDF exponential. α = 1 is the
 // Cauchy sampler. It returns NaN if α is outside [1, 2).
-func (m Stable) Sample(s *Stream, scale float64) float64 {
+func (m Stable) Sample(s *rng.Stream, scale float64) float64 {
 	a := m.Alpha
 	if !scaleOK(scale) || !(a >= 1 && a < 2) {
 		return math.NaN()
 	}
-	if a == 1 {
-		return scale * s.cauchy()
-	}
-	u, sign := s.float64Sign()
-	w := -math.Log(s.Float64())
-	t := math.Pi / 2 * u
-	absV := math.Pi/2 - t
-	x := math.Sin(a*absV) / math.Pow(math.Sin(t), 1/a) * math.Pow(math.Cos((a-1)*absV)/w, (1-a)/a)
-	return scale * math.Float64frombits(math.Float64bits(x)|sign)
+	return scale * s.SymmetricStable(a)
 }
 
 func fillNaN(dst []float64) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // BenchmarkSample measures samples per second of every mechanism's sampler
@@ -17,7 +19,7 @@ import (
 // (the goal: Laplace and Gaussian ≥ 30 M samples/s and within 2× of
 // the baselines).
 func BenchmarkSample(b *testing.B) {
-	key := Key{1}
+	key := rng.Key{1}
 	mechs := []Mechanism{
 		Laplace{}, Logistic{}, Gaussian{}, Subbotin{R: 1.5}, Subbotin{R: 4}, Cauchy{},
 		Stable{Alpha: 1.5}, DiscreteLaplace{}, DiscreteGaussian{},
@@ -25,7 +27,7 @@ func BenchmarkSample(b *testing.B) {
 	for _, m := range mechs {
 		scale := 3.0
 		b.Run(m.Name(), func(b *testing.B) {
-			s := NewStream(key, "bench")
+			s := rng.NewStream(key, "bench")
 			var sum float64
 			for b.Loop() {
 				sum += m.Sample(s, scale)
@@ -35,7 +37,7 @@ func BenchmarkSample(b *testing.B) {
 		})
 	}
 	b.Run("laplace-fill", func(b *testing.B) {
-		s := NewStream(key, "bench")
+		s := rng.NewStream(key, "bench")
 		buf := make([]float64, 1024)
 		n := 0
 		for b.Loop() {
@@ -46,7 +48,7 @@ func BenchmarkSample(b *testing.B) {
 		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "samples/s")
 	})
 	b.Run("gaussian-fill", func(b *testing.B) {
-		s := NewStream(key, "bench")
+		s := rng.NewStream(key, "bench")
 		buf := make([]float64, 1024)
 		n := 0
 		for b.Loop() {
@@ -75,7 +77,7 @@ func BenchmarkSample(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "samples/s")
 	})
 	b.Run("baseline-words-chacha8", func(b *testing.B) {
-		s := NewStream(key, "bench")
+		s := rng.NewStream(key, "bench")
 		var sum uint64
 		for b.Loop() {
 			sum += s.Uint64()

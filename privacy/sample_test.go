@@ -7,37 +7,24 @@ import (
 	"testing"
 
 	"gonum.org/v1/gonum/mathext"
+
+	"github.com/dpstream/dpstream/privacy/internal/stattest"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
+
+// testKey is a fixed, non-secret key for tests (the bytes of privacy/rng's
+// testKey, so that release ids give the same streams there and here).
+var testKey = rng.Key{0x64, 0x70, 0x73, 0x74, 0x72, 0x65, 0x61, 0x6d}
 
 // Goodness-of-fit tests of the continuous samplers.
 //
 // Kolmogorov–Smirnov: with n samples, the statistic D = sup|F_n − F| of a
-// correct sampler exceeds ksCrit(n) with probability ksAlpha = 1e-4
+// correct sampler exceeds stattest.KSCrit(n) with probability ksAlpha = 1e-4
 // (asymptotic Kolmogorov distribution, P(√n·D > c) ≈ 2e^{−2c²}; exact enough
 // at n ≥ 10⁵). Each test also checks its power: the same samples tested
 // against the CDF of a 1% larger scale must fail (n = 4·10⁶ makes the
 // shift, D ≈ 0.01·max x·f(x) ≈ 0.0016–0.0024, well above ksCrit ≈ 0.0011).
 // Under -short n is 10⁶ and the power check is skipped.
-
-const ksAlpha = 1e-4
-
-// ksCrit returns the KS critical value for n samples at level ksAlpha.
-func ksCrit(n int) float64 {
-	return math.Sqrt(math.Log(2/ksAlpha)/2) / math.Sqrt(float64(n))
-}
-
-// ksDistance returns sup|F_n − F| for sorted samples x. With step > 1 it
-// evaluates only every step-th order statistic, which gives a lower bound on
-// D (so the test stays conservative) at a fraction of the CDF evaluations.
-func ksDistance(x []float64, cdf func(float64) float64, step int) float64 {
-	n := float64(len(x))
-	d := 0.0
-	for i := 0; i < len(x); i += step {
-		f := cdf(x[i])
-		d = math.Max(d, math.Max(math.Abs(f-float64(i)/n), math.Abs(float64(i+1)/n-f)))
-	}
-	return d
-}
 
 // gofCase is one sampler under test with its standard CDF.
 type gofCase struct {
@@ -98,7 +85,7 @@ func gofCases() []gofCase {
 
 // sampleSorted draws n values of m at scale 1 and sorts them.
 func sampleSorted(m Mechanism, id string, n int) []float64 {
-	s := NewStream(testKey, id)
+	s := rng.NewStream(testKey, id)
 	x := make([]float64, n)
 	for i := range x {
 		x[i] = m.Sample(s, 1)
@@ -115,15 +102,15 @@ func TestSamplerKS(t *testing.T) {
 	for _, c := range gofCases() {
 		t.Run(c.m.Name(), func(t *testing.T) {
 			x := sampleSorted(c.m, "ks/"+c.m.Name(), n)
-			crit := ksCrit(n)
-			if d := ksDistance(x, c.cdf, c.step); d > crit {
+			crit := stattest.KSCrit(n)
+			if d := stattest.KSDistance(x, c.cdf, c.step); d > crit {
 				t.Errorf("KS distance %.5f > %.5f (n = %d)", d, crit, n)
 			}
 			if testing.Short() {
 				return
 			}
 			wide := func(v float64) float64 { return c.cdf(v / 1.01) }
-			if d := ksDistance(x, wide, c.step); d <= crit {
+			if d := stattest.KSDistance(x, wide, c.step); d <= crit {
 				t.Errorf("KS test cannot see a 1%% scale error: distance %.5f ≤ %.5f", d, crit)
 			}
 		})
@@ -140,7 +127,7 @@ func TestSamplerTails(t *testing.T) {
 	}
 	const n = 4_000_000
 	for _, c := range gofCases() {
-		s := NewStream(testKey, "tails/"+c.m.Name())
+		s := rng.NewStream(testKey, "tails/"+c.m.Name())
 		x := make([]float64, n)
 		for i := range x {
 			x[i] = math.Abs(c.m.Sample(s, 1))
@@ -178,95 +165,6 @@ func quantileAbove(cdf func(float64) float64, p float64) float64 {
 	return hi
 }
 
-// TestZigguratTails tests the tail branches of both ziggurats on their own:
-// among n = 4·10⁶ standard Laplace (normal) variates, those with |X| > r
-// (about 1800 and 1000) must follow the conditional tail law
-// P(|X| > x | |X| > r) = e^{−(x−r)} (resp. erfc(x/√2)/erfc(r/√2)); KS at
-// level 1e-4 on each.
-func TestZigguratTails(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs 4e6 samples")
-	}
-	const n = 4_000_000
-	check := func(name string, draw func(*Stream) float64, r float64, cond func(float64) float64, wantFrac float64) {
-		s := NewStream(testKey, "zigtail/"+name)
-		var tail []float64
-		for i := 0; i < n; i++ {
-			if v := math.Abs(draw(s)); v > r {
-				tail = append(tail, v)
-			}
-		}
-		e := wantFrac * n
-		if math.Abs(float64(len(tail))-e) > 5*math.Sqrt(e) {
-			t.Errorf("%s: %d tail draws beyond r = %.4f, expected %.0f", name, len(tail), r, e)
-		}
-		slices.Sort(tail)
-		if d, crit := ksDistance(tail, cond, 1), ksCrit(len(tail)); d > crit {
-			t.Errorf("%s: conditional tail KS %.4f > %.4f (%d draws)", name, d, crit, len(tail))
-		}
-	}
-	re, rn := expZig.r, normZig.r
-	check("exp", (*Stream).laplace, re, func(x float64) float64 { return -math.Expm1(-(x - re)) }, math.Exp(-re))
-	check("normal", (*Stream).normal, rn, func(x float64) float64 {
-		return 1 - math.Erfc(x/math.Sqrt2)/math.Erfc(rn/math.Sqrt2)
-	}, math.Erfc(rn/math.Sqrt2))
-}
-
-// TestZigguratTables checks that every layer has the same area v to 1e-12
-// (relative), that the bisection found a proper table (x decreasing to 0,
-// f increasing to 1), and the published values of r: 7.69711747013104972
-// (exponential) and 3.6541528853610088 (normal), as tabulated for 256
-// layers by Marsaglia & Tsang (2000) and used by e.g. Rust's rand_distr.
-func TestZigguratTables(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		z    *zigTable
-		r    float64
-	}{{"exp", expZig, 7.69711747013104972}, {"normal", normZig, 3.6541528853610088}} {
-		if math.Abs(c.z.r/c.r-1) > 1e-12 {
-			t.Errorf("%s: r = %.17g, published %.17g", c.name, c.z.r, c.r)
-		}
-		for i := 1; i < zigLayers; i++ {
-			area := c.z.x[i] * (c.z.f[i+1] - c.z.f[i])
-			if math.Abs(area/c.z.v-1) > 1e-12 {
-				t.Errorf("%s: layer %d area %.17g, v = %.17g", c.name, i, area, c.z.v)
-			}
-			if !(c.z.x[i+1] < c.z.x[i]) || !(c.z.f[i+1] > c.z.f[i]) {
-				t.Errorf("%s: layer %d not monotone", c.name, i)
-			}
-		}
-		if c.z.x[zigLayers] != 0 || c.z.f[zigLayers] != 1 || c.z.x[0]*c.z.f[1] != c.z.v {
-			t.Errorf("%s: base or top of the table is wrong", c.name)
-		}
-	}
-}
-
-// TestTailTransforms checks the inverse-CDF maps of the samplers that draw
-// their tails from Float64, far beyond what any sample could test: for a
-// uniform u the logistic variate x must satisfy P(|X| > x) = u and the
-// Cauchy variate P(|X| > x) = u, to 1e-13 relative, down to u = 1e-300.
-func TestTailTransforms(t *testing.T) {
-	for _, u := range []float64{1e-300, 1e-100, 1e-30, 1e-10, 1e-3, 0.25, 0.5, 0.75, 0.999} {
-		h := u / 2
-		x := math.Log1p(-h) - math.Log(h) // as Stream.logistic
-		// P(|X| > x) = 2/(1+e^x), written to stay accurate for large x.
-		p := 2 * math.Exp(-x) / (1 + math.Exp(-x))
-		if math.Abs(p/u-1) > 1e-13 {
-			t.Errorf("logistic: u = %g gives x = %g with tail %g", u, x, p)
-		}
-		var c float64 // as Stream.cauchy
-		if u < 0.5 {
-			c = 1 / math.Tan(math.Pi/2*u)
-		} else {
-			c = math.Tan(math.Pi / 2 * (1 - u))
-		}
-		// P(|X| > c) = (2/π)·atan(1/c).
-		if pc := 2 / math.Pi * math.Atan(1/c); math.Abs(pc/u-1) > 1e-13 {
-			t.Errorf("cauchy: u = %g gives x = %g with tail %g", u, c, pc)
-		}
-	}
-}
-
 // TestStableCharacteristic tests the symmetric α-stable sampler through its
 // characteristic function E cos(tX) = exp(−|t|^α), which needs no density:
 // with n = 10⁶ the empirical mean of cos(tX) (and of sin(tX)) has standard
@@ -282,7 +180,7 @@ func TestStableCharacteristic(t *testing.T) {
 	}
 	for _, alpha := range []float64{1, 1.1, 1.5, 1.9} {
 		m := Stable{Alpha: alpha}
-		s := NewStream(testKey, "ecf/"+m.Name())
+		s := rng.NewStream(testKey, "ecf/"+m.Name())
 		x := make([]float64, n)
 		for i := range x {
 			x[i] = m.Sample(s, 1)
@@ -304,7 +202,7 @@ func TestStableCharacteristic(t *testing.T) {
 		}
 		if c, ok := Mechanism(m).(interface{ CDF(float64) float64 }); ok && !isStubCDF(c.CDF) {
 			slices.Sort(x)
-			if d, crit := ksDistance(x, c.CDF, n/4000), ksCrit(n); d > crit {
+			if d, crit := stattest.KSDistance(x, c.CDF, n/4000), stattest.KSCrit(n); d > crit {
 				t.Errorf("α = %v: KS distance %.5f > %.5f", alpha, d, crit)
 			}
 		}
@@ -314,7 +212,7 @@ func TestStableCharacteristic(t *testing.T) {
 // TestSampleInvalidScale: every sampler returns NaN for a scale that is not
 // finite and positive, and for a parameter out of range.
 func TestSampleInvalidScale(t *testing.T) {
-	s := NewStream(testKey, "invalid")
+	s := rng.NewStream(testKey, "invalid")
 	mechs := []Mechanism{Laplace{}, Logistic{}, Gaussian{}, GaussianClassic{}, Subbotin{R: 3}, Cauchy{}, Stable{Alpha: 1.5},
 		DiscreteLaplace{}, DiscreteGaussian{}}
 	for _, m := range mechs {
@@ -345,9 +243,9 @@ func TestSampleInvalidScale(t *testing.T) {
 func TestFillMatchesSample(t *testing.T) {
 	for _, m := range []interface {
 		Mechanism
-		Fill(*Stream, float64, []float64)
+		Fill(*rng.Stream, float64, []float64)
 	}{Laplace{}, Gaussian{}} {
-		a, b := NewStream(testKey, "fill"), NewStream(testKey, "fill")
+		a, b := rng.NewStream(testKey, "fill"), rng.NewStream(testKey, "fill")
 		buf := make([]float64, 1000)
 		m.Fill(a, 2.5, buf)
 		for i, v := range buf {

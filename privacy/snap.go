@@ -3,6 +3,8 @@ package privacy
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // Snapping: releasing real values without floating-point leaks.
@@ -177,10 +179,25 @@ type Snapped struct {
 	k     float64   // the noise clamp in grid units (float path)
 }
 
+// SnapQuery is one real-valued query to release with NewSnapped. Its
+// fields are named so that two swapped numbers cannot silently change the
+// guarantee.
+type SnapQuery struct {
+	// Budget is the (ε, δ) of the release.
+	Budget Budget
+	// Sensitivity is Δ, the most one unit can change the value.
+	Sensitivity float64
+	// Lower and Upper are data-independent bounds of the value: it is
+	// clamped into [Lower, Upper].
+	Lower, Upper float64
+}
+
 // NewSnapped calibrates mechanism m for releasing one real value with
-// sensitivity Δ and data-independent bounds [lower, upper] at budget
-// (ε, δ). Discrete mechanisms are rejected: they release integers directly.
-func NewSnapped(m Mechanism, epsilon, delta, sensitivity, lower, upper float64) (Snapped, error) {
+// sensitivity q.Sensitivity and data-independent bounds [q.Lower, q.Upper]
+// at budget q.Budget. Discrete mechanisms are rejected: they release
+// integers directly.
+func NewSnapped(m Mechanism, q SnapQuery) (Snapped, error) {
+	epsilon, delta, sensitivity, lower, upper := q.Budget.Epsilon, q.Budget.Delta, q.Sensitivity, q.Lower, q.Upper
 	if err := checkBudget(epsilon, delta, sensitivity); err != nil {
 		return Snapped{}, err
 	}
@@ -203,7 +220,7 @@ func NewSnapped(m Mechanism, epsilon, delta, sensitivity, lower, upper float64) 
 		if err != nil {
 			return Snapped{}, fmt.Errorf("snapped %s: %w", m.Name(), err)
 		}
-		if t := cal.Scale / p.Step; !discreteScaleOK(t) {
+		if t := cal.Scale / p.Step; !rng.DiscreteScaleOK(t) {
 			return Snapped{}, fmt.Errorf("%w: snapped %s: noise scale beyond the supported range (ε too small)", ErrInfeasible, m.Name())
 		}
 		p.kind, p.Exact, p.Margin = snapRoundedLaplace, true, math.Inf(1)
@@ -340,12 +357,12 @@ func logDensitySlope(m Mechanism, u float64) float64 {
 
 // Release returns the snapped, noised release of value: a multiple of Step.
 // A NaN or infinite value is an error (the value is not echoed).
-func (p Snapped) Release(s *Stream, value float64) (float64, error) {
+func (p Snapped) Release(s *rng.Stream, value float64) (float64, error) {
 	if p.kind == 0 {
 		return 0, fmt.Errorf("%w: Snapped not initialised (use NewSnapped)", ErrInvalidParameter)
 	}
 	if p.kind != snapFloat {
-		return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, maxLattice+maxSnapUnits, -maxLattice, maxLattice, value)
+		return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, rng.MaxLattice+maxSnapUnits, -rng.MaxLattice, rng.MaxLattice, value)
 	}
 	// Float path: clamp the output (in grid units) to [nL − k, nU + k]. The
 	// noise clamp at k + (nU − nL) is implied by it for every n in [nL, nU],
@@ -356,11 +373,28 @@ func (p Snapped) Release(s *Stream, value float64) (float64, error) {
 	return snapAdd(p.kind, p.mech, s, p.scale, p.Step, p.Lower, p.Upper, p.k+(nu-nl), int64(nl-p.k), int64(nu+p.k), value)
 }
 
-// SnapRelease releases value with noise of mechanism m at a scale calibrated
-// elsewhere, on the grid step (normally SnapStep(L∞)): the value is clamped
-// into [lower, upper] and rounded to the grid, the noise is rounded to the
-// grid, and the two are added exactly. The caller must have calibrated scale
-// for the sensitivity plus step (per coordinate a unit can move). laplace
+// SnapNoise is the noise of SnapRelease, calibrated elsewhere, and the grid
+// and clamp range of its output. Its fields are named so that two swapped
+// numbers cannot silently change the guarantee.
+type SnapNoise struct {
+	// Mechanism draws the noise.
+	Mechanism Mechanism
+	// Scale is the noise scale, in the value's units, calibrated for the
+	// sensitivity plus Step.
+	Scale float64
+	// Step is the grid Λ, a power of two (normally SnapStep(L∞)).
+	Step float64
+	// Lower and Upper are the data-independent bounds the value is clamped
+	// into.
+	Lower, Upper float64
+}
+
+// SnapRelease releases value with noise of mechanism n.Mechanism at a scale
+// n.Scale calibrated elsewhere, on the grid n.Step (normally SnapStep(L∞)):
+// the value is clamped into [n.Lower, n.Upper] and rounded to the grid, the
+// noise is rounded to the grid, and the two are added exactly. The caller
+// must have calibrated the scale for the sensitivity plus the step (per
+// coordinate a unit can move). laplace
 // and subbotin:1 noise is exact rounded Laplace: the release is exactly as
 // private as the continuous mechanism at that sensitivity. For every other
 // mechanism, including gaussian here, the float64 residual described above
@@ -368,7 +402,8 @@ func (p Snapped) Release(s *Stream, value float64) (float64, error) {
 // value; FloatIdeal composes and reserves it for many — see residual.go);
 // the noise is not clamped. Errors: invalid parameters or a non-finite
 // value (not echoed).
-func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float64) (float64, error) {
+func SnapRelease(s *rng.Stream, n SnapNoise, value float64) (float64, error) {
+	m, scale, step, lower, upper := n.Mechanism, n.Scale, n.Step, n.Lower, n.Upper
 	if err := checkSnapRange(lower, upper, step, 0); err != nil {
 		return 0, err
 	}
@@ -378,16 +413,16 @@ func SnapRelease(m Mechanism, s *Stream, scale, step, lower, upper, value float6
 	kind := snapKindOf(m)
 	if kind == snapRoundedLaplace {
 		scale /= step // grid units; exact
-		if !discreteScaleOK(scale) {
+		if !rng.DiscreteScaleOK(scale) {
 			return 0, fmt.Errorf("%w: noise scale is %v grid steps, outside [2^-30, 2^40]", ErrInvalidParameter, scale)
 		}
 	}
-	// The noise is clamped only beyond maxLattice + maxSnapUnits grid units:
-	// there every |n| ≤ maxSnapUnits gives the same clamped output ±maxLattice,
+	// The noise is clamped only beyond rng.MaxLattice + maxSnapUnits grid units:
+	// there every |n| ≤ maxSnapUnits gives the same clamped output ±rng.MaxLattice,
 	// so the clamp is a post-processing of n + k and costs no δ. (A clamp at
 	// maxSnapUnits would not be: the output n − kmax would be impossible for
 	// a neighbouring n' > n, a δ of P(noise < −kmax) per value.)
-	return snapAdd(kind, m, s, scale, step, lower, upper, maxLattice+maxSnapUnits, -maxLattice, maxLattice, value)
+	return snapAdd(kind, m, s, scale, step, lower, upper, rng.MaxLattice+maxSnapUnits, -rng.MaxLattice, rng.MaxLattice, value)
 }
 
 // LatticeSensitivity returns the integer sensitivity, in grid units, of a
@@ -403,10 +438,24 @@ func LatticeSensitivity(linf, step float64) float64 {
 	return math.Floor(linf/step) + 1
 }
 
+// LatticeNoise is the noise of LatticeRelease, calibrated elsewhere, and
+// the lattice and clamp range of its output. Its fields are named so that
+// two swapped numbers cannot silently change the guarantee.
+type LatticeNoise struct {
+	// Sigma is σ of the discrete Gaussian noise, in grid units.
+	Sigma float64
+	// Step is the lattice spacing, a power of two.
+	Step float64
+	// Lower and Upper are the data-independent bounds the value is clamped
+	// into.
+	Lower, Upper float64
+}
+
 // LatticeRelease releases value with exact discrete Gaussian noise on the
-// lattice step·Z: the value is clamped into [lower, upper] and rounded to the
-// nearest multiple of step (exactly: step is a power of two), integer noise
-// K with P(K = k) ∝ e^{−k²/(2σ²)} (σ = sigma in grid units, sampled exactly)
+// lattice n.Step·Z: the value is clamped into [n.Lower, n.Upper] and rounded
+// to the nearest multiple of the step (exactly: it is a power of two),
+// integer noise K with P(K = k) ∝ e^{−k²/(2σ²)} (σ = n.Sigma in grid units,
+// sampled exactly)
 // is added in integer arithmetic, and (n + K)·step is returned (clamped to
 // ±2⁵³ grid steps, a data-independent post-processing). The release is the
 // discrete Gaussian mechanism on the integer n, so a calibration of
@@ -415,21 +464,22 @@ func LatticeSensitivity(linf, step float64) float64 {
 // residual. This is NewSnapped's lattice path with σ calibrated elsewhere.
 // Errors: invalid parameters (σ outside [2⁻³⁰, 2⁴⁰], bounds beyond 2⁵⁰ grid
 // steps) or a non-finite value (not echoed).
-func LatticeRelease(s *Stream, sigma, step, lower, upper, value float64) (float64, error) {
+func LatticeRelease(s *rng.Stream, n LatticeNoise, value float64) (float64, error) {
+	sigma, step, lower, upper := n.Sigma, n.Step, n.Lower, n.Upper
 	if err := checkSnapRange(lower, upper, step, 0); err != nil {
 		return 0, err
 	}
-	if !discreteScaleOK(sigma) {
+	if !rng.DiscreteScaleOK(sigma) {
 		return 0, fmt.Errorf("%w: lattice noise σ is %v grid steps, outside [2^-30, 2^40]", ErrInvalidParameter, sigma)
 	}
-	return snapAdd(snapLattice, DiscreteGaussian{}, s, sigma, step, lower, upper, 0, -maxLattice, maxLattice, value)
+	return snapAdd(snapLattice, DiscreteGaussian{}, s, sigma, step, lower, upper, 0, -rng.MaxLattice, rng.MaxLattice, value)
 }
 
 // snapAdd is the release step shared by Snapped and SnapRelease: n =
 // round(clamp(value)/step), k the grid noise (clamped to ±kmax grid units on
 // the float path, which the callers choose so that this is implied by the
 // output clamp), output clamp(n + k, outLo, outHi)·step.
-func snapAdd(kind snapKind, m Mechanism, s *Stream, scale, step, lower, upper, kmax float64, outLo, outHi int64, value float64) (float64, error) {
+func snapAdd(kind snapKind, m Mechanism, s *rng.Stream, scale, step, lower, upper, kmax float64, outLo, outHi int64, value float64) (float64, error) {
 	if math.IsNaN(value) || math.IsInf(value, 0) {
 		return 0, fmt.Errorf("%w: value is not finite", ErrInvalidParameter)
 	}
@@ -438,8 +488,8 @@ func snapAdd(kind snapKind, m Mechanism, s *Stream, scale, step, lower, upper, k
 	var k int64
 	switch kind {
 	case snapRoundedLaplace:
-		t, d := dyadicUp(scale)
-		k = s.roundedLaplace(t, d) // |k| ≤ 2^53
+		t, d := rng.DyadicUp(scale)
+		k = s.RoundedLaplace(t, d) // |k| ≤ 2^53
 	case snapLattice:
 		z := m.Sample(s, scale)
 		if math.IsNaN(z) {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 func TestSnappedGrid(t *testing.T) {
@@ -25,7 +27,7 @@ func TestSnappedGrid(t *testing.T) {
 		{GaussianClassic{}, 0.5, 1e-5, 1, 0, 100, false},
 	}
 	for _, c := range cases {
-		p, err := NewSnapped(c.m, c.eps, c.delta, c.sens, c.lo, c.hi)
+		p, err := NewSnapped(c.m, SnapQuery{Budget: Budget{Epsilon: c.eps, Delta: c.delta}, Sensitivity: c.sens, Lower: c.lo, Upper: c.hi})
 		if err != nil {
 			t.Errorf("%s: %v", c.m.Name(), err)
 			continue
@@ -57,7 +59,7 @@ func TestSnappedGrid(t *testing.T) {
 		if !p.Exact && (p.FloatEpsilon <= 0 || p.FloatEpsilon > 4e-5) {
 			t.Errorf("%s: FloatEpsilon %v", c.m.Name(), p.FloatEpsilon)
 		}
-		s := NewStream(testKey, "snap/"+c.m.Name())
+		s := rng.NewStream(testKey, "snap/"+c.m.Name())
 		for i := 0; i < 20000; i++ {
 			x := c.lo + (c.hi-c.lo)*float64(i%101)/100
 			if i%7 == 0 {
@@ -81,7 +83,7 @@ func TestSnappedGrid(t *testing.T) {
 // Laplace scale for Δ + Λ, (Δ + Λ)/ε rounded up by a few ulps.
 func TestSnappedExactScale(t *testing.T) {
 	for _, sens := range []float64{1, 3.7, 1000, 1e-3} {
-		p, err := NewSnapped(Laplace{}, 0.8, 0, sens, 0, 1e4*sens)
+		p, err := NewSnapped(Laplace{}, SnapQuery{Budget: Budget{Epsilon: 0.8, Delta: 0}, Sensitivity: sens, Lower: 0, Upper: 1e4 * sens})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,11 +111,11 @@ func TestRoundedLaplacePMF(t *testing.T) {
 			a := math.Abs(float64(k))
 			return 0.5 * math.Exp(-(a-0.5)/sc) * -math.Expm1(-1/sc)
 		}
-		s := NewStream(testKey, "rounded-laplace")
-		num, den := dyadicUp(sc)
+		s := rng.NewStream(testKey, "rounded-laplace")
+		num, den := rng.DyadicUp(sc)
 		counts := map[int]int{}
 		for i := 0; i < n; i++ {
-			counts[int(s.roundedLaplace(num, den))]++
+			counts[int(s.RoundedLaplace(num, den))]++
 		}
 		kmax := 0
 		for float64(n)*pmf(kmax+1) >= 20 {
@@ -140,28 +142,28 @@ func TestRoundedLaplacePMF(t *testing.T) {
 }
 
 func TestSnappedErrors(t *testing.T) {
-	if _, err := NewSnapped(DiscreteLaplace{}, 1, 0, 1, 0, 10); !errors.Is(err, ErrInvalidParameter) {
+	if _, err := NewSnapped(DiscreteLaplace{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 10}); !errors.Is(err, ErrInvalidParameter) {
 		t.Errorf("discrete mechanism: %v", err)
 	}
 	for _, b := range [][2]float64{{1, 1}, {2, 1}, {math.Inf(-1), 1}, {0, math.NaN()}} {
-		if _, err := NewSnapped(Laplace{}, 1, 0, 1, b[0], b[1]); !errors.Is(err, ErrInvalidParameter) {
+		if _, err := NewSnapped(Laplace{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: b[0], Upper: b[1]}); !errors.Is(err, ErrInvalidParameter) {
 			t.Errorf("bounds %v: %v", b, err)
 		}
 	}
-	if _, err := NewSnapped(Laplace{}, 1, 0, 1, 0, 1e300); !errors.Is(err, ErrInvalidParameter) {
+	if _, err := NewSnapped(Laplace{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 1e300}); !errors.Is(err, ErrInvalidParameter) {
 		t.Errorf("bounds too wide for the grid: %v", err)
 	}
-	if _, err := NewSnapped(Gaussian{}, 1, 0, 1, 0, 10); !errors.Is(err, ErrInfeasible) {
+	if _, err := NewSnapped(Gaussian{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 10}); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("gaussian with δ = 0: %v", err)
 	}
-	if _, err := NewSnapped(Subbotin{R: 3}, 1, 1e-13, 1, 0, 10); !errors.Is(err, ErrInfeasible) {
+	if _, err := NewSnapped(Subbotin{R: 3}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 1e-13}, Sensitivity: 1, Lower: 0, Upper: 10}); !errors.Is(err, ErrInfeasible) {
 		t.Errorf("rejection sampler with δ below its reserve: %v", err)
 	}
-	p, err := NewSnapped(Laplace{}, 1, 0, 1, 0, 10)
+	p, err := NewSnapped(Laplace{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStream(testKey, "snap-errors")
+	s := rng.NewStream(testKey, "snap-errors")
 	for _, v := range []float64{math.NaN(), math.Inf(1)} {
 		if _, err := p.Release(s, v); !errors.Is(err, ErrInvalidParameter) {
 			t.Errorf("Release(%v): %v", v, err)
@@ -178,11 +180,11 @@ func TestSnappedErrors(t *testing.T) {
 // material of Mironov's attack). The snapped releases of any input lie on
 // the same grid ΛZ, which is fixed before seeing data.
 func TestSnappedLowBits(t *testing.T) {
-	p, err := NewSnapped(Laplace{}, 1, 0, 1, -10, 10)
+	p, err := NewSnapped(Laplace{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: -10, Upper: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewStream(testKey, "lowbits")
+	s := rng.NewStream(testKey, "lowbits")
 	offGrid := 0
 	for i := 0; i < 1000; i++ {
 		naive := 0.1 + Laplace{}.Sample(s, 1)
@@ -212,12 +214,12 @@ func TestSnappedAudit(t *testing.T) {
 		n = 100_000
 	}
 	for _, m := range []Mechanism{Laplace{}, Logistic{}} {
-		p, err := NewSnapped(m, 1, 0, 1, 0, 10)
+		p, err := NewSnapped(m, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		loss := func(p Snapped, tag string) float64 {
-			s0, s1 := NewStream(testKey, "snapaudit/0/"+tag), NewStream(testKey, "snapaudit/1/"+tag)
+			s0, s1 := rng.NewStream(testKey, "snapaudit/0/"+tag), rng.NewStream(testKey, "snapaudit/1/"+tag)
 			y0, y1 := make([]float64, n), make([]float64, n)
 			for i := range y0 {
 				y0[i], _ = p.Release(s0, 3)
@@ -254,12 +256,12 @@ func TestSnapRelease(t *testing.T) {
 	if step != 0x1p-19 || !math.IsNaN(SnapStep(0)) || !math.IsNaN(SnapStep(math.Inf(1))) {
 		t.Fatalf("SnapStep(2) = %v", step)
 	}
-	s := NewStream(testKey, "snaprelease")
+	s := rng.NewStream(testKey, "snaprelease")
 	for _, m := range []Mechanism{Laplace{}, Gaussian{}, Logistic{}, Stable{Alpha: 1.2}} {
 		const n = 20000
 		ys := make([]float64, n)
 		for i := range ys {
-			y, err := SnapRelease(m, s, 3, step, 0, 100, 50.123)
+			y, err := SnapRelease(s, SnapNoise{Mechanism: m, Scale: 3, Step: step, Lower: 0, Upper: 100}, 50.123)
 			if err != nil {
 				t.Fatalf("%s: %v", m.Name(), err)
 			}
@@ -288,7 +290,7 @@ func TestSnapRelease(t *testing.T) {
 		{1e300, step, 0, 1, 0.5},    // Laplace scale beyond the exact range
 	}
 	for _, b := range bad {
-		if _, err := SnapRelease(Laplace{}, s, b.scale, b.step, b.lo, b.hi, b.v); !errors.Is(err, ErrInvalidParameter) {
+		if _, err := SnapRelease(s, SnapNoise{Mechanism: Laplace{}, Scale: b.scale, Step: b.step, Lower: b.lo, Upper: b.hi}, b.v); !errors.Is(err, ErrInvalidParameter) {
 			t.Errorf("SnapRelease(%v): %v, want ErrInvalidParameter", b, err)
 		}
 	}
@@ -303,7 +305,7 @@ func TestSnapRelease(t *testing.T) {
 // so n = 4·10⁶ draws expect about 30 hits; P(no hit) ≈ e⁻³⁰ < 1e-13 is the
 // false-failure rate.
 func TestSnappedOutputClampIsPostProcessing(t *testing.T) {
-	p, err := NewSnapped(Cauchy{}, 1, 0, 1, 0, 10)
+	p, err := NewSnapped(Cauchy{}, SnapQuery{Budget: Budget{Epsilon: 1, Delta: 0}, Sensitivity: 1, Lower: 0, Upper: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +314,7 @@ func TestSnappedOutputClampIsPostProcessing(t *testing.T) {
 	for _, c := range []struct {
 		value, target float64
 	}{{p.Upper, lo}, {p.Lower, hi}} {
-		s := NewStream(testKey, "snap-clamp")
+		s := rng.NewStream(testKey, "snap-clamp")
 		hits := 0
 		for i := 0; i < n; i++ {
 			out, err := p.Release(s, c.value)

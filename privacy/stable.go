@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/dpstream/dpstream/privacy/internal/stable"
 )
 
 // Stable is the symmetric α-stable (SαS) mechanism of Zawacki & Abed,
@@ -15,12 +17,12 @@ import (
 // Guarantee: pure ε-DP (their Theorem 16 for 1 ≤ α < 2). The paper gives no
 // scale formula except for α = 1, so Calibrate computes the smallest scale
 // numerically from the exact criterion
-// sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε (stable_loss.go: the supremum is
+// sup_x |log f(x/γ) − log f((x−Δ)/γ)| ≤ ε (internal/stable, loss.go: the supremum is
 // attained at an interior point, found by bracketing and Brent's method).
 // The density comes from Zolotarev's integral and its power and asymptotic
-// series (stable_density.go; relative error about 1e-14, bounded by 1e-12 in
+// series (internal/stable, density.go; relative error about 1e-14, bounded by 1e-12 in
 // the margins, checked against a 30-digit mpmath reference), through a
-// checked Chebyshev interpolant for speed (stable_interp.go). The computed
+// checked Chebyshev interpolant for speed (internal/stable, fast.go). The computed
 // loss is inflated by its error bound before it is compared with ε, so
 // rounding and quadrature errors push the scale up, never down. The solver's
 // scale is within 1e-6 (relative) of the exact minimum for ε ∈ [1e-3, 20],
@@ -51,7 +53,7 @@ type Stable struct{ Alpha float64 }
 // numerically Cauchy: at α = 1.0001 the scale differs from Cauchy's by 5e-5
 // (relative) and the log-density by 1.3e-3 at most. Above sasMaxAlpha the
 // density's second scale c2 = (2−α)π/2 (see zolotarev) needs more
-// breakpoints than sasMaxLadder, and the noise is Gaussian up to a tail of
+// breakpoints than stable.MaxLadder, and the noise is Gaussian up to a tail of
 // weight below 1e-6.
 const (
 	sasMinAlpha = 1.0001
@@ -91,11 +93,11 @@ func (m Stable) valid() bool {
 func (m Stable) cauchy() bool { return m.Alpha == 1 }
 
 // density returns the standard density's constants; α must be in (1, 2).
-func (m Stable) density() *sasDensity { return newSASDensity(m.Alpha) }
+func (m Stable) density() *stable.Density { return stable.NewDensity(m.Alpha) }
 
 // fast returns the cached fast log-density used by the calibration loops;
 // α must be in (1, 2).
-func (m Stable) fast() *sasFast { return fastDensity(m.Alpha) }
+func (m Stable) fast() *stable.Fast { return stable.FastDensity(m.Alpha) }
 
 // tableKey is the key of m's pure-ε scale table.
 func (m Stable) tableKey() tableKey { return tableKey{family: "sas", param: m.Alpha} }
@@ -156,7 +158,7 @@ func checkStableEpsilon(name string, epsilon float64) error {
 }
 
 // unitScale is the solver: the smallest scale for sensitivity 1 whose loss
-// bound is ≤ ε, to relative tolerance sasSolveTol, rounded up and verified.
+// bound is ≤ ε, to relative tolerance stable.SolveTol, rounded up and verified.
 // α must be in (1, 2) and ε > 0 finite.
 func (m Stable) unitScale(epsilon float64) (float64, error) {
 	if epsilon < sasMinEpsilon {
@@ -167,19 +169,19 @@ func (m Stable) unitScale(epsilon float64) (float64, error) {
 		return 0, err
 	}
 	den := m.fast()
-	eta := den.relErr()
+	eta := den.RelErr()
 	// Successive calls have nearby d, hence nearby maximisers: start each
 	// search at the last one.
 	var hint float64
 	g := func(d float64) (float64, error) {
-		e, u, err := lossBoundNear(den.logPDF, d, eta, hint)
+		e, u, err := stable.LossBoundNear(den.LogPDF, d, eta, hint)
 		hint = u
 		return e, err
 	}
 	// Start from the Cauchy solution d = 2·sinh(ε/2), capped where it would
 	// overflow.
 	d0 := 2 * math.Sinh(math.Min(epsilon, 1400)/2)
-	lo, _, err := solveIncreasing(g, epsilon, d0, sasSolveTol)
+	lo, _, err := stable.SolveIncreasing(g, epsilon, d0, stable.SolveTol)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s at ε = %v: %v", ErrInfeasible, m.Name(), epsilon, err)
 	}
@@ -192,8 +194,8 @@ func (m Stable) unitScale(epsilon float64) (float64, error) {
 
 // holds reports whether scale s is ε-DP for sensitivity 1: the loss bound at
 // d = 1/s is ≤ ε. It is the exact criterion, evaluated conservatively.
-func (m Stable) holds(den *sasFast, epsilon, s float64) bool {
-	e, _, err := lossBound(den.logPDF, 1/s, den.relErr())
+func (m Stable) holds(den *stable.Fast, epsilon, s float64) bool {
+	e, _, err := stable.LossBound(den.LogPDF, 1/s, den.RelErr())
 	return err == nil && e <= epsilon
 }
 
@@ -220,7 +222,7 @@ func (m Stable) Epsilon(scale, sensitivity float64) float64 {
 		return math.Inf(1)
 	}
 	den := m.fast()
-	e, _, err := lossBound(den.logPDF, d, den.relErr())
+	e, _, err := stable.LossBound(den.LogPDF, d, den.RelErr())
 	if err != nil {
 		return math.NaN()
 	}
@@ -235,7 +237,7 @@ func (m Stable) PDF(x float64) float64 {
 	case !m.valid():
 		return math.NaN()
 	}
-	return math.Exp(m.density().logPDF(x))
+	return math.Exp(m.density().LogPDF(x))
 }
 
 // LogPDF returns log f(x) for the standard variate, accurate far into the
@@ -247,7 +249,7 @@ func (m Stable) LogPDF(x float64) float64 {
 	case !m.valid():
 		return math.NaN()
 	}
-	return m.density().logPDF(x)
+	return m.density().LogPDF(x)
 }
 
 // CDF returns P(X ≤ x) for the standard variate. For x < 0 it keeps its
@@ -261,9 +263,9 @@ func (m Stable) CDF(x float64) float64 {
 	case x == 0:
 		return 0.5
 	case x < 0:
-		return math.Exp(m.density().logSurvival(-x))
+		return math.Exp(m.density().LogSurvival(-x))
 	}
-	return -math.Expm1(m.density().logSurvival(x))
+	return -math.Expm1(m.density().LogSurvival(x))
 }
 
 // Variance implements Mechanism: +Inf (α < 2), 0 for scale 0, NaN for an
@@ -328,8 +330,8 @@ func (m Stable) HalfWidth(scale, beta float64) float64 {
 	}
 	den := m.density()
 	target := math.Log(beta / 2)
-	tail := func(q float64) float64 { return 2 * math.Exp(den.logSurvival(q)) }
-	return halfWidth(scale, beta, den.quantile(target), tail)
+	tail := func(q float64) float64 { return 2 * math.Exp(den.LogSurvival(q)) }
+	return halfWidth(scale, beta, den.Quantile(target), tail)
 }
 
 func init() {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy/internal/stable"
 )
 
 // stableReference is testdata/stable_reference.json, written by
@@ -87,16 +89,16 @@ func TestStableDensityReference(t *testing.T) {
 	for _, r := range ref.Density {
 		a, x := num(t, r.Alpha), num(t, r.X)
 		wantF, wantS := num(t, r.PDF), num(t, r.SF)
-		den := newSASDensity(a)
-		tol := den.relErr()
+		den := stable.NewDensity(a)
+		tol := den.RelErr()
 		m := Stable{Alpha: a}
 		checks := []struct {
 			name      string
 			got, want float64
 		}{
-			{"logPDF", math.Exp(den.logPDF(x)), wantF},
-			{"logPDF(-x)", math.Exp(den.logPDF(-x)), wantF},
-			{"logSurvival", math.Exp(den.logSurvival(x)), wantS},
+			{"logPDF", math.Exp(den.LogPDF(x)), wantF},
+			{"logPDF(-x)", math.Exp(den.LogPDF(-x)), wantF},
+			{"logSurvival", math.Exp(den.LogSurvival(x)), wantS},
 			{"PDF", m.PDF(x), wantF},
 			{"CDF(-x)", m.CDF(-x), wantS},
 			{"1-CDF(x)", 1 - m.CDF(x), wantS},
@@ -120,67 +122,6 @@ func TestStableDensityReference(t *testing.T) {
 	}
 }
 
-// TestStableRepresentationsAgree compares the three representations of the
-// density where two are used side by side, on a dense grid: the power series
-// and the integral for x ≤ 1/2, the asymptotic series and the integral
-// wherever the asymptotic series is accepted. Tolerance: the relErr bound.
-func TestStableRepresentationsAgree(t *testing.T) {
-	for _, a := range []float64{1.0001, 1.001, 1.01, 1.1, 1.3, 1.5, 1.7, 1.9, 1.99, 1.999, 1.9999, 1.999999} {
-		den := newSASDensity(a)
-		tol := den.relErr()
-		worst := 0.0
-		for x := 0.05; x < 1e9; x *= 1.1 {
-			zf, ok1 := den.zolotarev(x, false)
-			zs, ok2 := den.zolotarev(x, true)
-			if !ok1 || !ok2 {
-				t.Errorf("α=%v x=%v: integration budget exhausted", a, x)
-				continue
-			}
-			var pairs [][2]float64
-			if x <= sasSmallX {
-				pairs = append(pairs, [2]float64{zf, math.Log(den.smallPDF(x))}, [2]float64{zs, math.Log(0.5 - den.smallCDF(x))})
-			}
-			if v, ok := den.asymLogPDF(x); ok {
-				pairs = append(pairs, [2]float64{zf, v})
-			}
-			if v, ok := den.asymLogSurvival(x); ok {
-				pairs = append(pairs, [2]float64{zs, v})
-			}
-			for _, p := range pairs {
-				e := math.Abs(p[0] - p[1]) // difference of logs ≈ relative error
-				worst = math.Max(worst, e)
-				if e > tol {
-					t.Errorf("α=%v x=%v: representations differ by %.2g > %.2g", a, x, e, tol)
-				}
-			}
-		}
-		t.Logf("α=%v: largest disagreement %.2g (bound %.2g)", a, worst, tol)
-	}
-}
-
-// TestGaussKronrodExact checks the quadrature constants: the 15-point
-// Kronrod rule integrates x^k exactly on [0, 1] for k ≤ 22 and the embedded
-// 7-point Gauss rule for k ≤ 13 (tolerance 2e-15 relative: the rounding of
-// a 15-term sum, about 10 ulps).
-func TestGaussKronrodExact(t *testing.T) {
-	for k := 0; k <= 22; k++ {
-		f := func(x float64) float64 { return math.Pow(x, float64(k)) }
-		sum, errEst := gk15(f, 0, 1)
-		want := 1 / float64(k+1)
-		if e := relDiff(sum, want); e > 2e-15 {
-			t.Errorf("Kronrod ∫x^%d = %.17g, want %.17g", k, sum, want)
-		}
-		// The Gauss estimate is sum − (K − G); exact up to degree 13.
-		if k <= 13 && errEst > 2e-15*want {
-			t.Errorf("Gauss rule inexact for x^%d: |K − G| = %.2g", k, errEst)
-		}
-	}
-	// And the rule is not exact beyond: the check above can fail.
-	if _, e := gk15(func(x float64) float64 { return math.Pow(x, 14) }, 0, 1); e < 1e-12 {
-		t.Errorf("Gauss rule unexpectedly exact for x^14 (|K − G| = %.2g)", e)
-	}
-}
-
 // TestStableScoreUnimodal checks the assumption behind the loss
 // maximisation: the score ψ = −(log f)' rises to a single peak on (0, ∞) and
 // falls after it. ψ is estimated by central differences (step 1e-4·x; error
@@ -189,10 +130,10 @@ func TestGaussKronrodExact(t *testing.T) {
 // as flat.
 func TestStableScoreUnimodal(t *testing.T) {
 	for _, a := range []float64{1.001, 1.1, 1.5, 1.9, 1.99, 1.999} {
-		den := newSASDensity(a)
+		den := stable.NewDensity(a)
 		score := func(x float64) float64 {
 			h := 1e-4 * x
-			return -(den.logPDF(x+h) - den.logPDF(x-h)) / (2 * h)
+			return -(den.LogPDF(x+h) - den.LogPDF(x-h)) / (2 * h)
 		}
 		prev := score(0.01)
 		falling, peak := false, 0.0
@@ -226,8 +167,8 @@ func TestStableLossReference(t *testing.T) {
 	defer func() { t.Logf("largest |bound/reference − 1|: %.2g", worst) }()
 	for _, r := range ref.Loss {
 		a := num(t, r.Alpha)
-		den := newSASDensity(a)
-		got, u, err := lossBound(den.logPDF, r.D, den.relErr())
+		den := stable.NewDensity(a)
+		got, u, err := stable.LossBound(den.LogPDF, r.D, den.RelErr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +184,7 @@ func TestStableLossReference(t *testing.T) {
 		}
 		// Interior: the loss far out on either side is well below the sup.
 		for _, far := range []float64{-1e6 * (1 + r.D), 1e6 * (1 + r.D)} {
-			if l := math.Abs(den.logPDF(far) - den.logPDF(far-r.D)); l > 0.5*got {
+			if l := math.Abs(den.LogPDF(far) - den.LogPDF(far-r.D)); l > 0.5*got {
 				t.Errorf("α=%v d=%v: |loss| at %v is %v, not below half the sup %v", a, r.D, far, l, got)
 			}
 		}
@@ -496,35 +437,6 @@ func TestStableDeltaIgnored(t *testing.T) {
 	}
 }
 
-// TestStableFastDensity compares the interpolated log-density used by the
-// calibration loops with the direct evaluation on a dense grid (ratio 1.013,
-// off the interpolation nodes) across the interpolated range. Tolerance: the
-// fast density's own error bound (relErr, which includes 10× the deviation
-// its build-time check saw). At α = 1.0001 the integral's noise (about
-// 1e-12) exceeds the interpolation target, so the interpolant must be
-// refused and the direct evaluation used.
-func TestStableFastDensity(t *testing.T) {
-	for _, a := range []float64{1.01, 1.1, 1.5, 1.9, 1.99, 1.999999} {
-		f := newSASFast(newSASDensity(a))
-		if !f.ok {
-			t.Errorf("α=%v: interpolant refused (check error %.2g)", a, f.maxErr)
-			continue
-		}
-		worst := 0.0
-		for x := 0.4; x < 2*f.xa; x *= 1.013 {
-			e := math.Abs(f.logPDF(x) - f.den.logPDF(x))
-			worst = math.Max(worst, e)
-			if e > f.relErr() {
-				t.Errorf("α=%v x=%v: fast log-density off by %.2g > %.2g", a, x, e, f.relErr())
-			}
-		}
-		t.Logf("α=%v: %d pieces up to x=%.3g, check error %.2g, dense error %.2g", a, len(f.coef), f.xa, f.maxErr, worst)
-	}
-	if f := newSASFast(newSASDensity(1.0001)); f.ok || f.logPDF(1) != f.den.logPDF(1) {
-		t.Errorf("α=1.0001: interpolant accepted (check error %.2g)", f.maxErr)
-	}
-}
-
 // TestLossBoundNaN: a log-density that fails (NaN) where the search looks —
 // here around the Cauchy maximisers u* = d/2 − √(1+d²/4) ∈ (−1, −0.3) —
 // makes the loss bound an error, never a silently smaller value.
@@ -536,7 +448,7 @@ func TestLossBoundNaN(t *testing.T) {
 		return cauchyLogPDF(x)
 	}
 	for _, d := range []float64{0.01, 1, 3} {
-		if _, _, err := lossBound(bad, d, 0); err == nil {
+		if _, _, err := stable.LossBound(bad, d, 0); err == nil {
 			t.Errorf("d=%v: no error", d)
 		}
 	}

@@ -7,14 +7,14 @@ import (
 	"sync"
 )
 
-//go:generate go run ./internal/gentables -o table_data.go
+//go:generate go run ../internal/tables/gentables -o table_data.go
 
 // Precomputed scale tables.
 //
 // By Lemma 2 of Vinterbo (2022) the minimal scale is s(ε, δ, Δ) =
 // Δ·s(ε, δ, 1), so one table per mechanism at Δ = 1 serves every
 // sensitivity. The tables (table_data.go) are generated from the exact
-// solvers by GenerateTables (run by `go generate ./privacy` and by
+// solvers by BuildScaleTables (rendered by internal/tables, run by `go generate ./privacy` and by
 // `dpstream tables`); every entry is a solver result, so it is ≥ the exact
 // minimum at its grid point.
 //
@@ -56,7 +56,7 @@ import (
 // 20] and δ ∈ [1e-15, 0.5]. The densities were chosen by measuring the
 // interpolation error against the solver: with 4 points per decade of ε and
 // 6 per decade of δ (in logit) it stays below 5e-4 on every table
-// (GenerateTables measures it at all cell centres, reports it, and fails
+// (BuildScaleTables measures it at all cell centres, reports it, and fails
 // above tableInterpTol); 1-D pure-ε tables are cheap, so they get 16 points
 // per decade. lookupMargin and lookupSteps then keep every lookup within
 // about 6e-4 of the exact minimum, under the promised 1e-3.

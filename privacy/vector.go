@@ -41,5 +41,5 @@ package privacy
 // each, meeting budget b: the tightest valid accountant for the l0-fold
 // composition at shift linf. It is CalibrateHorizon with one window.
 func CalibrateVector(m Mechanism, b Budget, l0 int, linf float64) (Plan, error) {
-	return CalibrateHorizon(m, b, 1, l0, linf)
+	return CalibrateHorizon(m, Horizon{Total: b, Windows: 1, L0: l0, Linf: linf})
 }

@@ -149,7 +149,7 @@ func compare(total privacy.Budget, l0 int, linf float64, windows int, errMeasure
 		Compositions: l0 * windows, Error: errMeasure,
 		Mechanisms: []compareRow{}, Infeasible: []string{},
 	}
-	c, err := privacy.Compare(total, windows, l0, linf, privacy.CompareOptions{
+	c, err := privacy.Compare(privacy.Horizon{Total: total, Windows: windows, L0: l0, Linf: linf}, privacy.CompareOptions{
 		Candidates: compareMechanisms, Measure: privacy.ErrorMeasure(errMeasure), Theorems: true,
 	})
 	if err != nil {

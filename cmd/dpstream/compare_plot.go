@@ -57,7 +57,7 @@ type plotSeries struct {
 func compareSeries(total privacy.Budget, linf float64, windows int, measure string) ([]plotSeries, []string, error) {
 	byName := map[string]*plotSeries{}
 	for _, l0 := range plotL0 {
-		c, err := privacy.Compare(total, windows, l0, linf, privacy.CompareOptions{
+		c, err := privacy.Compare(privacy.Horizon{Total: total, Windows: windows, L0: l0, Linf: linf}, privacy.CompareOptions{
 			Candidates: compareMechanisms, Measure: privacy.ErrorMeasure(measure),
 		})
 		if err != nil {

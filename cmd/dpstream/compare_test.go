@@ -69,7 +69,7 @@ func TestCompareJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := privacy.CalibrateHorizon(m, privacy.Budget{Epsilon: 1, Delta: 1e-6}, 3, 4, 1)
+		p, err := privacy.CalibrateHorizon(m, privacy.Horizon{Total: privacy.Budget{Epsilon: 1, Delta: 1e-6}, Windows: 3, L0: 4, Linf: 1})
 		if err != nil || p.Scale != r.Scale {
 			t.Errorf("%s: scale %v, library %v (%v)", r.Mechanism, r.Scale, p.Scale, err)
 		}

@@ -23,8 +23,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -206,7 +208,7 @@ func demoConfig(o demoOptions, brokers []string, input, output, group string) op
 	for _, r := range synthRegions {
 		c.Privacy.PublicGroups = append(c.Privacy.PublicGroups, []string{r})
 	}
-	c.Privacy.KeyFile, c.Privacy.KeyEnv = "", privacy.KeyEnv // the key is passed with operator.WithKey
+	c.Privacy.KeyFile, c.Privacy.KeyEnv = "", keyfile.Env // the key is passed with operator.WithKey
 	c.Observability.Listen = ""
 	c.Observability.LogLevel = o.logLevel
 	c.Observability.LogFormat = "text"
@@ -438,17 +440,17 @@ func runDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (*dem
 }
 
 // demoKey returns the noise key: from keyFile, or a fresh random one.
-func demoKey(keyFile string) (privacy.Key, string, error) {
+func demoKey(keyFile string) (rng.Key, string, error) {
 	if keyFile != "" {
-		k, err := privacy.ReadKeyFile(keyFile)
+		k, err := keyfile.Read(keyFile)
 		if err != nil {
-			return privacy.Key{}, "", err
+			return rng.Key{}, "", err
 		}
 		return k, "from " + keyFile, nil
 	}
-	k, err := privacy.NewRandomKey()
+	k, err := keyfile.NewRandomKey()
 	if err != nil {
-		return privacy.Key{}, "", err
+		return rng.Key{}, "", err
 	}
 	return k, "random for this run (--key-file to fix it)", nil
 }

@@ -11,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 func init() { commands = append(commands, newNoiseCmd) }
@@ -92,7 +94,7 @@ echoed.`,
 
 // noiser adds noise to one value; it is the calibrated mechanism, snapped
 // or not.
-type noiser func(s *privacy.Stream, v float64) (float64, error)
+type noiser func(s *rng.Stream, v float64) (float64, error)
 
 func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut io.Writer) error {
 	m, err := privacy.Parse(o.mechanism)
@@ -127,7 +129,7 @@ func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut i
 	var add noiser
 	switch {
 	case bounds:
-		p, err := privacy.NewSnapped(m, o.epsilon, o.delta, o.sensitivity, o.lower, o.upper)
+		p, err := privacy.NewSnapped(m, privacy.SnapQuery{Budget: privacy.Budget{Epsilon: o.epsilon, Delta: o.delta}, Sensitivity: o.sensitivity, Lower: o.lower, Upper: o.upper})
 		if err != nil {
 			return fmt.Errorf("noise: %w", err)
 		}
@@ -153,7 +155,7 @@ func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut i
 		if !discrete {
 			fmt.Fprintln(errOut, "dpstream noise: warning: unsnapped floating-point noise (its low bits can leak the input); give --lower, --upper and a budget to snap")
 		}
-		add = func(s *privacy.Stream, v float64) (float64, error) {
+		add = func(s *rng.Stream, v float64) (float64, error) {
 			z := m.Sample(s, scale)
 			if math.IsNaN(z) {
 				return 0, fmt.Errorf("%s cannot sample with scale %v", m.Name(), scale)
@@ -162,24 +164,24 @@ func runNoise(o noiseOptions, set func(string) bool, in io.Reader, out, errOut i
 		}
 	}
 
-	var key privacy.Key
+	var key rng.Key
 	id := o.releaseID
 	if set("key-file") {
-		key, err = privacy.ReadKeyFile(o.keyFile)
+		key, err = keyfile.Read(o.keyFile)
 	} else {
-		key, err = privacy.NewRandomKey()
+		key, err = keyfile.NewRandomKey()
 		id = "dpstream-noise"
 	}
 	if err != nil {
 		return fmt.Errorf("noise: %w", err)
 	}
-	stream := privacy.NewStream(key, id)
+	stream := rng.NewStream(key, id)
 	return noiseLines(in, out, stream, add, discrete, m.Name(), o.repeat)
 }
 
 // noiseLines reads numbers, one per line, and writes repeat noised copies of
 // each. Errors name the line, never its content.
-func noiseLines(in io.Reader, out io.Writer, s *privacy.Stream, add noiser, discrete bool, name string, repeat int) error {
+func noiseLines(in io.Reader, out io.Writer, s *rng.Stream, add noiser, discrete bool, name string, repeat int) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 0, 256), maxNoiseLine)
 	w := bufio.NewWriter(out)

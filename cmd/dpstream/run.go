@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/operator"
-	"github.com/dpstream/dpstream/privacy"
 )
 
 func init() { commands = append(commands, newRunCmd) }
@@ -59,7 +59,7 @@ published, final offsets committed, and the process exits.`,
 				problems = append(problems, fileProblems...)
 				if len(fileProblems) == 0 {
 					// The key must be loadable too (never printed).
-					if _, _, err := privacy.LoadKey(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false); err != nil {
+					if _, _, err := keyfile.Load(cfg.Privacy.KeyFile, cfg.Privacy.KeyEnv, false); err != nil {
 						problems = append(problems, err.Error())
 					}
 				}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/internal/tables"
 )
 
 func init() { commands = append(commands, newTablesCmd) }
@@ -42,7 +42,7 @@ file in place, if a table is not accurate enough.
 					return fmt.Errorf("tables: %w", err)
 				}
 				var b bytes.Buffer
-				if err := privacy.GenerateTables(&b, progress); err != nil {
+				if err := tables.Generate(&b, progress); err != nil {
 					return err
 				}
 				if !bytes.Equal(old, b.Bytes()) {
@@ -51,7 +51,7 @@ file in place, if a table is not accurate enough.
 				fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date\n", out)
 				return nil
 			}
-			if err := privacy.WriteTablesFile(out, progress); err != nil {
+			if err := tables.WriteFile(out, progress); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s\n", out)

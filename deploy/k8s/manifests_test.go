@@ -785,7 +785,7 @@ const kubeletRoMask = 0o440
 // root:root defaultMode without an fsGroup) — and runs dpstream as the
 // pod's runAsUser/runAsGroup with the fsGroup as supplementary group, the
 // way the container runtime does. dpstream must read that key: `dpstream
-// noise --key-file` reads it with privacy.ReadKeyFile, what `dpstream run`
+// noise --key-file` reads it with keyfile.Read, what `dpstream run`
 // uses. As a control, the same file with read for others is refused. Then
 // `dpstream run --check-config` with the ConfigMap's config, key_file
 // pointed at that file, must say "config ok". Changing users needs root:
@@ -886,7 +886,7 @@ func TestKubeletKeyLayout(t *testing.T) {
 	if len(gaps) > 0 {
 		// Known gap, outside deploy/: operator.FileProblems (checkFile)
 		// still refuses a group-readable privacy.key_file that
-		// privacy.ReadKeyFile, and so `dpstream run`, accepts. Skipped
+		// keyfile.Read, and so `dpstream run`, accepts. Skipped
 		// (not failed) until operator/config.go applies ReadKeyFile's rule;
 		// then this check runs by itself.
 		t.Skipf("--check-config refuses the kubelet's key layout that dpstream run accepts:\n%s", strings.Join(gaps, "\n"))

@@ -1,6 +1,6 @@
 //go:build unix
 
-package privacy
+package keyfile
 
 import (
 	"io/fs"

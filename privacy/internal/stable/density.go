@@ -1,4 +1,4 @@
-package privacy
+package stable
 
 import (
 	"math"
@@ -52,20 +52,20 @@ const (
 	// estimates; the Kronrod result is typically far more accurate than this
 	// estimate (QUADPACK's heuristic scales it as (200·e)^1.5).
 	sasQuadTol = 1e-11
-	// sasDensityRelErr bounds the relative error of sasDensity's density and
+	// sasDensityRelErr bounds the relative error of Density's density and
 	// tail probability for α away from 1 (see relErr). The largest error
 	// seen against the reference and between representations is about
 	// 3e-14 (1.6e-13 at α = 1.999999); the bound is 6 to 30 times that.
 	sasDensityRelErr = 1e-12
-	// sasMaxLadder bounds the breakpoints of the ladder around c2 = (2−α)π/2
+	// MaxLadder bounds the breakpoints of the ladder around c2 = (2−α)π/2
 	// in zolotarev: about log₄((π/8)/(c2/4)) + 1 points, 11 at the largest
 	// supported α = 1.999999 (c2 = 1.6e-6).
-	sasMaxLadder = 14
+	MaxLadder = 14
 )
 
-// sasDensity holds the per-α constants of the standard SαS density.
-// It is immutable after newSASDensity and safe for concurrent use.
-type sasDensity struct {
+// Density holds the per-α constants of the standard SαS density.
+// It is immutable after NewDensity and safe for concurrent use.
+type Density struct {
 	alpha float64
 	p, q  float64 // α/(α−1) and 1/(α−1)
 	c2    float64 // (2−α)π/2: sin(αθ) = sin(c2 + αφ) with φ = π/2 − θ
@@ -78,9 +78,9 @@ type sasDensity struct {
 	asym, asymMag [sasMaxTerms]float64
 }
 
-// newSASDensity returns the density for 1 < α < 2 (not checked here).
-func newSASDensity(alpha float64) *sasDensity {
-	d := &sasDensity{alpha: alpha, p: alpha / (alpha - 1), q: 1 / (alpha - 1), c2: (2 - alpha) * math.Pi / 2}
+// NewDensity returns the density for 1 < α < 2 (not checked here).
+func NewDensity(alpha float64) *Density {
+	d := &Density{alpha: alpha, p: alpha / (alpha - 1), q: 1 / (alpha - 1), c2: (2 - alpha) * math.Pi / 2}
 	lg1, _ := math.Lgamma(1 + 1/alpha)
 	d.logF0 = lg1 - math.Log(math.Pi)
 	for k := 0; k < sasMaxTerms; k++ {
@@ -120,8 +120,8 @@ func sinPi(x float64) float64 {
 	return math.Sin(math.Pi * (r - 2))
 }
 
-// logPDF returns log f(x), or NaN if the integral failed to converge.
-func (d *sasDensity) logPDF(x float64) float64 {
+// LogPDF returns log f(x), or NaN if the integral failed to converge.
+func (d *Density) LogPDF(x float64) float64 {
 	x = math.Abs(x)
 	switch {
 	case math.IsNaN(x):
@@ -145,14 +145,14 @@ func (d *sasDensity) logPDF(x float64) float64 {
 	return math.NaN()
 }
 
-// logSurvival returns log P(X > x), or NaN if the integral failed to
+// LogSurvival returns log P(X > x), or NaN if the integral failed to
 // converge.
-func (d *sasDensity) logSurvival(x float64) float64 {
+func (d *Density) LogSurvival(x float64) float64 {
 	switch {
 	case math.IsNaN(x):
 		return math.NaN()
 	case x < 0:
-		return math.Log1p(-math.Exp(d.logSurvival(-x)))
+		return math.Log1p(-math.Exp(d.LogSurvival(-x)))
 	case math.IsInf(x, 1):
 		return math.Inf(-1)
 	case x <= sasSmallX:
@@ -168,7 +168,7 @@ func (d *sasDensity) logSurvival(x float64) float64 {
 }
 
 // smallPDF sums the power series of f at 0 < x ≤ sasSmallX.
-func (d *sasDensity) smallPDF(x float64) float64 {
+func (d *Density) smallPDF(x float64) float64 {
 	x2 := x * x
 	sum, pow := 0.0, 1.0
 	for k := 0; k < sasMaxTerms; k++ {
@@ -186,7 +186,7 @@ func (d *sasDensity) smallPDF(x float64) float64 {
 }
 
 // smallCDF returns F(x) − 1/2 = ∫_0^x f by the integrated power series.
-func (d *sasDensity) smallCDF(x float64) float64 {
+func (d *Density) smallCDF(x float64) float64 {
 	x2 := x * x
 	sum, pow := 0.0, x
 	for k := 0; k < sasMaxTerms; k++ {
@@ -208,7 +208,7 @@ func (d *sasDensity) smallCDF(x float64) float64 {
 // density and α(k+1) for the tail probability, and whether the terms fell
 // below sasSeriesTol of the sum (bounded without the sine factor) within
 // sasMaxTerms terms.
-func (d *sasDensity) asymSum(y float64, tail bool) (float64, bool) {
+func (d *Density) asymSum(y float64, tail bool) (float64, bool) {
 	w := func(k int) float64 {
 		if tail {
 			return d.alpha * float64(k+1)
@@ -237,7 +237,7 @@ func (d *sasDensity) asymSum(y float64, tail bool) (float64, bool) {
 }
 
 // asymLogPDF evaluates log f(x) by the asymptotic series when it converges.
-func (d *sasDensity) asymLogPDF(x float64) (float64, bool) {
+func (d *Density) asymLogPDF(x float64) (float64, bool) {
 	lx := math.Log(x)
 	s, ok := d.asymSum(math.Exp(-d.alpha*lx), false)
 	if !ok {
@@ -247,7 +247,7 @@ func (d *sasDensity) asymLogPDF(x float64) (float64, bool) {
 }
 
 // asymLogSurvival evaluates log P(X > x) by the integrated asymptotic series.
-func (d *sasDensity) asymLogSurvival(x float64) (float64, bool) {
+func (d *Density) asymLogSurvival(x float64) (float64, bool) {
 	lx := math.Log(x)
 	s, ok := d.asymSum(math.Exp(-d.alpha*lx), true)
 	if !ok {
@@ -259,7 +259,7 @@ func (d *sasDensity) asymLogSurvival(x float64) (float64, bool) {
 // zolotarev evaluates log f(x) (or log P(X > x) if tail) for x > 0 by the
 // integral representation. ok is false if the adaptive integration ran out
 // of budget (the result is then less accurate than sasDensityRelErr).
-func (d *sasDensity) zolotarev(x float64, tail bool) (float64, bool) {
+func (d *Density) zolotarev(x float64, tail bool) (float64, bool) {
 	lx := math.Log(x)
 	a, p, q, c2 := d.alpha, d.p, d.q, d.c2
 	base := p * lx
@@ -292,7 +292,7 @@ func (d *sasDensity) zolotarev(x float64, tail bool) (float64, bool) {
 	// through top (θ = φ = π/4) to −∞ (φ → 0).
 	top := lgTheta(quarter)
 	var ptsT [len(sasLevels) + 2]float64
-	var ptsP [len(sasLevels) + 2 + sasMaxLadder]float64
+	var ptsP [len(sasLevels) + 2 + MaxLadder]float64
 	nt, np := 1, 1 // both start with the endpoint 0
 	// Initial guesses from the behaviour near the endpoints: near θ = 0,
 	// log g ≈ p·log(x/(αθ)); near φ = 0, log g ≈ p·log x + q·log φ +
@@ -378,19 +378,19 @@ func solveLevel(l, dl func(float64) float64, s, guess, hi float64, inc bool) flo
 	return v
 }
 
-// relErr is the relative error bound of the density and tail probability
+// RelErr is the relative error bound of the density and tail probability
 // used in calibration margins: sasDensityRelErr, plus a term for the
 // conditioning of Zolotarev's integrand as α → 1, where log g is a
 // difference of terms of size p·|log x| with p = α/(α−1). The errors seen
 // against the reference grow like 4e-16·p (3.8e-13 at α = 1.001, 3.9e-12 at
 // α = 1.0001); the term 1e-15·p covers them 2.5-fold.
-func (d *sasDensity) relErr() float64 { return sasDensityRelErr + 1e-15*d.p }
+func (d *Density) RelErr() float64 { return sasDensityRelErr + 1e-15*d.p }
 
-// quantile returns q > 0 with log P(X > q) = target, for target < log(1/2),
+// Quantile returns q > 0 with log P(X > q) = target, for target < log(1/2),
 // by Newton's method on log q (d log S/d log q = −q·f(q)/S(q)) safeguarded
 // by bisection; it returns 0 if target ≥ log(1/2) and NaN if it fails. The
 // caller rounds the result with halfWidth, so it need not be exact.
-func (d *sasDensity) quantile(target float64) float64 {
+func (d *Density) Quantile(target float64) float64 {
 	if !(target < -math.Ln2) {
 		return 0
 	}
@@ -399,14 +399,14 @@ func (d *sasDensity) quantile(target float64) float64 {
 	lq := math.Max((math.Log(d.asym[0]/d.alpha)-target)/d.alpha, -3)
 	for i := 0; i < 200; i++ {
 		q := math.Exp(lq)
-		ls := d.logSurvival(q)
+		ls := d.LogSurvival(q)
 		r := ls - target
 		if r > 0 {
 			lo = lq
 		} else {
 			hi = lq
 		}
-		next := lq + r/(q*math.Exp(d.logPDF(q)-ls))
+		next := lq + r/(q*math.Exp(d.LogPDF(q)-ls))
 		if !(next > lo && next < hi) || math.IsNaN(next) {
 			switch {
 			case math.IsInf(lo, -1):

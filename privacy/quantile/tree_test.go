@@ -1,4 +1,4 @@
-package privacy
+package quantile
 
 import (
 	"fmt"
@@ -7,12 +7,15 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // treeData draws n values into [lower, upper] (a clipped mixture of two
 // normals, with an atom at the upper bound) and returns them sorted with
 // the tree's dense leaf counts.
-func treeData(r *rand.Rand, q QuantileTree, n int) ([]float64, []float64) {
+func treeData(r *rand.Rand, q Tree, n int) ([]float64, []float64) {
 	leaves := make([]float64, q.Leaves())
 	vs := make([]float64, n)
 	for i := range vs {
@@ -44,7 +47,7 @@ func trueQuantile(sorted []float64, r float64) float64 {
 // the interpolated true quantiles (within one leaf of the ⌈rN⌉-th value)
 // and the intervals with H = 0 are the quantile's leaf.
 func TestQuantileTreeNoiseless(t *testing.T) {
-	q := QuantileTree{Branching: 4, Depth: 3, Lower: 0, Upper: 100}
+	q := Tree{Branching: 4, Depth: 3, Lower: 0, Upper: 100}
 	r := rand.New(rand.NewPCG(1, 2))
 	vs, leaves := treeData(r, q, 1000)
 	nodes := q.NodeCounts(leaves)
@@ -74,7 +77,7 @@ func TestQuantileTreeNoiseless(t *testing.T) {
 // raw leaves' (which sum 32 noisy leaves), a check that the weights are
 // right (wrong weights give a larger error or a bias).
 func TestQuantileTreeConsistencyBeatsLeaves(t *testing.T) {
-	q := QuantileTree{Branching: 4, Depth: 3, Lower: 0, Upper: 100}
+	q := Tree{Branching: 4, Depth: 3, Lower: 0, Upper: 100}
 	r := rand.New(rand.NewPCG(3, 4))
 	_, leaves := treeData(r, q, 500)
 	nodes := q.NodeCounts(leaves)
@@ -82,13 +85,13 @@ func TestQuantileTreeConsistencyBeatsLeaves(t *testing.T) {
 	for _, c := range leaves[:32] {
 		truth += c
 	}
-	s := NewStream(Key{}, "dpstream/test/quantile-consistency")
+	s := rng.NewStream(rng.Key{}, "dpstream/test/quantile-consistency")
 	var eCons, eRaw, bias float64
 	const trials = 4000
 	for range trials {
 		noised := slices.Clone(nodes)
 		for i := range noised {
-			noised[i] += DiscreteLaplace{}.Sample(s, 2)
+			noised[i] += privacy.DiscreteLaplace{}.Sample(s, 2)
 		}
 		cl := q.consistentLeaves(slices.Clone(noised))
 		var c, raw float64
@@ -112,7 +115,7 @@ func TestQuantileTreeConsistencyBeatsLeaves(t *testing.T) {
 // treeTrial noises the tree once and returns whether every rank's
 // interval holds the true quantile, the released values and the largest
 // rank error of a released value relative to its stated bound.
-func treeTrial(q QuantileTree, m Mechanism, scale, h float64, s *Stream, vs, nodes, ranks []float64) (covered bool, vals []float64, worst float64) {
+func treeTrial(q Tree, m privacy.Mechanism, scale, h float64, s *rng.Stream, vs, nodes, ranks []float64) (covered bool, vals []float64, worst float64) {
 	noised := slices.Clone(nodes)
 	for i := range noised {
 		noised[i] += m.Sample(s, scale)
@@ -152,15 +155,15 @@ func TestQuantileTreeCoverage(t *testing.T) {
 	ranks := []float64{0.1, 0.5, 0.9, 0.99}
 	const beta, trials = 0.05, 300
 	for _, tc := range []struct {
-		q     QuantileTree
-		m     Mechanism
+		q     Tree
+		m     privacy.Mechanism
 		scale float64
 		n     int
 	}{
-		{QuantileTree{16, 2, 0, 100}, DiscreteLaplace{}, 4, 200},
-		{QuantileTree{16, 2, 0, 100}, DiscreteGaussian{}, 6, 5000},
-		{QuantileTree{4, 4, -10, 90}, DiscreteLaplace{}, 2, 1000},
-		{QuantileTree{16, 3, 0, 100}, DiscreteLaplace{}, 8, 20000},
+		{Tree{16, 2, 0, 100}, privacy.DiscreteLaplace{}, 4, 200},
+		{Tree{16, 2, 0, 100}, privacy.DiscreteGaussian{}, 6, 5000},
+		{Tree{4, 4, -10, 90}, privacy.DiscreteLaplace{}, 2, 1000},
+		{Tree{16, 3, 0, 100}, privacy.DiscreteLaplace{}, 8, 20000},
 	} {
 		name := fmt.Sprintf("%s/B%d-D%d/n%d", tc.m.Name(), tc.q.Branching, tc.q.Depth, tc.n)
 		t.Run(name, func(t *testing.T) {
@@ -171,7 +174,7 @@ func TestQuantileTreeCoverage(t *testing.T) {
 			r := rand.New(rand.NewPCG(uint64(tc.n), 9))
 			vs, leaves := treeData(r, tc.q, tc.n)
 			nodes := tc.q.NodeCounts(leaves)
-			s := NewStream(Key{}, "dpstream/test/quantile-coverage/"+name)
+			s := rng.NewStream(rng.Key{}, "dpstream/test/quantile-coverage/"+name)
 			misses, worst := 0, 0.0
 			for range trials {
 				ok, vals, w := treeTrial(tc.q, tc.m, tc.scale, h, s, vs, nodes, ranks)
@@ -199,18 +202,18 @@ func TestQuantileTreeCoverage(t *testing.T) {
 // miss far more often, shown with a tight bound (β = 0.5, B = 2, D = 1:
 // few sums, so the union bound is nearly exact).
 func TestQuantileTreeCoverageDetectsWrongScale(t *testing.T) {
-	q := QuantileTree{Branching: 2, Depth: 1, Lower: 0, Upper: 100}
+	q := Tree{Branching: 2, Depth: 1, Lower: 0, Upper: 100}
 	r := rand.New(rand.NewPCG(5, 6))
 	vs, leaves := treeData(r, q, 100)
 	nodes := q.NodeCounts(leaves)
 	ranks := []float64{0.5}
-	hTrue, _ := q.RankBound(DiscreteLaplace{}, 20, 0.5)
-	hHalf, _ := q.RankBound(DiscreteLaplace{}, 10, 0.5)
-	s := NewStream(Key{}, "dpstream/test/quantile-wrong-scale")
+	hTrue, _ := q.RankBound(privacy.DiscreteLaplace{}, 20, 0.5)
+	hHalf, _ := q.RankBound(privacy.DiscreteLaplace{}, 10, 0.5)
+	s := rng.NewStream(rng.Key{}, "dpstream/test/quantile-wrong-scale")
 	miss := map[string]int{}
 	for range 2000 {
 		for name, h := range map[string]float64{"true": hTrue, "half": hHalf} {
-			if ok, _, _ := treeTrial(q, DiscreteLaplace{}, 20, h, s, vs, nodes, ranks); !ok {
+			if ok, _, _ := treeTrial(q, privacy.DiscreteLaplace{}, 20, h, s, vs, nodes, ranks); !ok {
 				miss[name]++
 			}
 		}
@@ -226,9 +229,9 @@ func TestQuantileTreeCoverageDetectsWrongScale(t *testing.T) {
 // large enough to observe (B = 2, D = 1, β = 0.5: β/L = 0.25, M = 2).
 // False-failure rate: the tolerance is 5 binomial standard deviations.
 func TestRankBoundTail(t *testing.T) {
-	q := QuantileTree{Branching: 2, Depth: 1, Lower: 0, Upper: 1}
-	s := NewStream(Key{}, "dpstream/test/rank-bound")
-	for _, m := range []Mechanism{DiscreteLaplace{}, DiscreteGaussian{}} {
+	q := Tree{Branching: 2, Depth: 1, Lower: 0, Upper: 1}
+	s := rng.NewStream(rng.Key{}, "dpstream/test/rank-bound")
+	for _, m := range []privacy.Mechanism{privacy.DiscreteLaplace{}, privacy.DiscreteGaussian{}} {
 		const scale, beta, n = 3.0, 0.5, 200_000
 		h, err := q.RankBound(m, scale, beta)
 		if err != nil {
@@ -246,7 +249,7 @@ func TestRankBoundTail(t *testing.T) {
 			t.Errorf("%s: empirical tail %.4f above β/L = %.4f", m.Name(), p, target)
 		}
 	}
-	if _, err := q.RankBound(Laplace{}, 1, 0.05); err == nil {
+	if _, err := q.RankBound(privacy.Laplace{}, 1, 0.05); err == nil {
 		t.Error("continuous Laplace accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package privacy
+package rng
 
 import (
 	"crypto/hmac"
@@ -134,7 +134,7 @@ func (s *Stream) float53() float64 {
 // independent layer and abscissa bits) whose tail uses Float64, so the
 // variate is exact up to float64 rounding across its whole range.
 func (s *Stream) Exp() float64 {
-	return math.Abs(s.laplace())
+	return math.Abs(s.Laplace())
 }
 
 // Normal returns a standard normal variate: a 256-layer ziggurat as for Exp,

@@ -1,4 +1,4 @@
-package privacy
+package rng
 
 import (
 	"math"
@@ -15,29 +15,29 @@ import (
 // Limits of the discrete samplers' scale parameter (t for discrete Laplace,
 // σ for the discrete Gaussian). Outside them Sample returns NaN.
 const (
-	// minDiscreteScale: below 2⁻³⁰ the noise is 0 with probability
+	// MinDiscreteScale: below 2⁻³⁰ the noise is 0 with probability
 	// 1 − 2e^{−2³⁰}; such scales never come out of a calibration (Δ ≥ 1).
-	minDiscreteScale = 0x1p-30
-	// maxDiscreteScale keeps every quantity in uint64 and every output
+	MinDiscreteScale = 0x1p-30
+	// MaxDiscreteScale keeps every quantity in uint64 and every output
 	// exactly representable as a float64 (|y| ≤ 2⁵³) except with probability
 	// below e^{−2¹³}.
-	maxDiscreteScale = 0x1p40
-	// maxLattice is the largest |y| a discrete sampler returns: 2⁵³, the
+	MaxDiscreteScale = 0x1p40
+	// MaxLattice is the largest |y| a discrete sampler returns: 2⁵³, the
 	// float64 integer limit. Larger draws are redrawn (probability below
-	// e^{−2¹³} at maxDiscreteScale).
-	maxLattice = 1 << 53
+	// e^{−2¹³} at MaxDiscreteScale).
+	MaxLattice = 1 << 53
 )
 
-// discreteScaleOK reports whether scale is in the discrete samplers' range.
-func discreteScaleOK(scale float64) bool {
-	return scale >= minDiscreteScale && scale <= maxDiscreteScale
+// DiscreteScaleOK reports whether scale is in the discrete samplers' range.
+func DiscreteScaleOK(scale float64) bool {
+	return scale >= MinDiscreteScale && scale <= MaxDiscreteScale
 }
 
-// dyadicUp returns t/s ≥ scale with s a power of two ≤ 2⁶²: exactly scale
+// DyadicUp returns t/s ≥ scale with s a power of two ≤ 2⁶²: exactly scale
 // when scale·2⁶² is an integer (every scale ≥ 2⁻¹⁰), else scale rounded up to
 // the next multiple of 2⁻⁶² (more noise, never less). scale must be in
-// [minDiscreteScale, maxDiscreteScale]; the fraction is reduced.
-func dyadicUp(scale float64) (t, s uint64) {
+// [MinDiscreteScale, MaxDiscreteScale]; the fraction is reduced.
+func DyadicUp(scale float64) (t, s uint64) {
 	fr, e := math.Frexp(scale) // scale = fr·2^e, fr ∈ [1/2, 1)
 	m := uint64(fr * (1 << 53))
 	k := 53 - e // scale = m/2^k; k ≥ 12 since scale ≤ 2⁴⁰
@@ -81,13 +81,13 @@ func (s *Stream) bernExp(n, d uint64) bool {
 	return s.bernExpFrac(n, d)
 }
 
-// discreteLaplace returns Y with P(Y = y) ∝ exp(−|y|·s/t): Algorithm 2 of
+// DiscreteLaplace returns Y with P(Y = y) ∝ exp(−|y|·s/t): Algorithm 2 of
 // Canonne et al. X = U + t·V with U uniform on {0, …, t−1} accepted with
 // probability e^{−U/t} and V geometric (P(V ≥ v) = e^{−v}) is geometric with
 // P(X = x) ∝ e^{−x/t}; Y = ⌊X/s⌋ is geometric with ratio e^{−s/t}; a random
-// sign, rejecting −0, makes it two-sided. Draws with |Y| > maxLattice or an
+// sign, rejecting −0, makes it two-sided. Draws with |Y| > MaxLattice or an
 // overflowing X are redrawn.
-func (st *Stream) discreteLaplace(t, s uint64) int64 {
+func (st *Stream) DiscreteLaplace(t, s uint64) int64 {
 	for {
 		y, ok := st.geometric(t, s)
 		if !ok {
@@ -103,7 +103,7 @@ func (st *Stream) discreteLaplace(t, s uint64) int64 {
 	}
 }
 
-// geometric returns Y = ⌊X/s⌋ ≤ maxLattice with P(Y = y) ∝ e^{−y·s/t} (see
+// geometric returns Y = ⌊X/s⌋ ≤ MaxLattice with P(Y = y) ∝ e^{−y·s/t} (see
 // discreteLaplace); ok is false when the draw overflowed and must be redone.
 func (st *Stream) geometric(t, s uint64) (y uint64, ok bool) {
 	for {
@@ -121,22 +121,22 @@ func (st *Stream) geometric(t, s uint64) (y uint64, ok bool) {
 			return 0, false
 		}
 		y = x / s
-		return y, y <= maxLattice
+		return y, y <= MaxLattice
 	}
 }
 
-// dgParams holds σ² = m/2^j exactly, t = ⌊σ⌋ + 1, and the denominator
+// DGParams holds σ² = m/2^j exactly, t = ⌊σ⌋ + 1, and the denominator
 // 2·m·t²·2^j of the acceptance exponent of the discrete Gaussian sampler.
-type dgParams struct {
+type DGParams struct {
 	t   uint64
 	m   *big.Int
 	tj  *big.Int // t·2^j
 	den *big.Int // 2·m·t²·2^j
 }
 
-// newDGParams returns the exact parameters for the float64 σ (every float64
+// NewDGParams returns the exact parameters for the float64 σ (every float64
 // is a dyadic rational, so σ² is too). σ must be in the discrete range.
-func newDGParams(sigma float64) dgParams {
+func NewDGParams(sigma float64) DGParams {
 	fr, e := math.Frexp(sigma)
 	mant := uint64(fr * (1 << 53))
 	k := 53 - e // σ = mant/2^k, k ≥ 12
@@ -145,7 +145,7 @@ func newDGParams(sigma float64) dgParams {
 		k--
 	}
 	j := uint(2 * k)
-	p := dgParams{t: uint64(math.Floor(sigma)) + 1}
+	p := DGParams{t: uint64(math.Floor(sigma)) + 1}
 	mm := new(big.Int).SetUint64(mant)
 	p.m = mm.Mul(mm, mm) // σ² = mant²/2^(2k)
 	p.tj = new(big.Int).Lsh(new(big.Int).SetUint64(p.t), j)
@@ -155,14 +155,14 @@ func newDGParams(sigma float64) dgParams {
 	return p
 }
 
-// discreteGaussian returns Y with P(Y = y) ∝ exp(−y²/(2σ²)): Algorithm 3 of
+// DiscreteGaussian returns Y with P(Y = y) ∝ exp(−y²/(2σ²)): Algorithm 3 of
 // Canonne et al. Propose Y from the discrete Laplace with scale t = ⌊σ⌋ + 1
 // and accept with probability exp(−(|Y| − σ²/t)²/(2σ²)); the exponent is
 // the exact rational (|Y|·t·2^j − m)² / (2·m·t²·2^j).
-func (st *Stream) discreteGaussian(p dgParams) int64 {
+func (st *Stream) DiscreteGaussian(p DGParams) int64 {
 	num, q, r, y := new(big.Int), new(big.Int), new(big.Int), new(big.Int)
 	for {
-		v := st.discreteLaplace(p.t, 1)
+		v := st.DiscreteLaplace(p.t, 1)
 		abs := uint64(v)
 		if v < 0 {
 			abs = uint64(-v)
@@ -224,19 +224,19 @@ func (st *Stream) bernBig(r, d *big.Int) bool {
 	return false
 }
 
-// roundedLaplace returns K = round(Z) for Z Laplace with scale t/s (in grid
+// RoundedLaplace returns K = round(Z) for Z Laplace with scale t/s (in grid
 // units), exactly: P(K ≠ 0) = P(|Z| ≥ ½) = e^{−s/(2t)}, and given that,
 // |K| − 1 = ⌊|Z| − ½⌋ is geometric with ratio e^{−s/t} (the exponential is
 // memoryless), with a random sign. K is a post-processing of Z, so it is
 // exactly as private as continuous Laplace noise of scale t/s. Requires
-// 2t < 2⁶⁴ (t < 2⁵³ after dyadicUp).
-func (st *Stream) roundedLaplace(t, s uint64) int64 {
+// 2t < 2⁶⁴ (t < 2⁵³ after DyadicUp).
+func (st *Stream) RoundedLaplace(t, s uint64) int64 {
 	if !st.bernExp(s, 2*t) {
 		return 0
 	}
 	for {
 		y, ok := st.geometric(t, s)
-		if !ok || y >= maxLattice {
+		if !ok || y >= MaxLattice {
 			continue
 		}
 		k := int64(y) + 1

@@ -1,11 +1,14 @@
-package privacy
+package quantile
 
 import (
 	"fmt"
 	"math"
+
+	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
-// QuantileTree is the post-processing of a noised hierarchical histogram
+// Tree is the post-processing of a noised hierarchical histogram
 // (a quantile tree) into quantiles with confidence intervals. The tree
 // covers [Lower, Upper] with Branching^Depth leaves of equal width; its
 // noised nodes are every node below the root, level by level (ℓ = 1 …
@@ -43,13 +46,13 @@ import (
 // within qN ± 2(1+q)·H (RankError). The released estimate is clipped into
 // the interval (still monotone: both ends are monotone in q), so the
 // stated rank error holds for it too.
-type QuantileTree struct {
+type Tree struct {
 	Branching, Depth int
 	Lower, Upper     float64
 }
 
 // Leaves returns Branching^Depth.
-func (q QuantileTree) Leaves() int {
+func (q Tree) Leaves() int {
 	n := 1
 	for range q.Depth {
 		n *= q.Branching
@@ -58,7 +61,7 @@ func (q QuantileTree) Leaves() int {
 }
 
 // Nodes returns the number of noised nodes: Σ_{ℓ=1..Depth} Branching^ℓ.
-func (q QuantileTree) Nodes() int {
+func (q Tree) Nodes() int {
 	n, w := 0, 1
 	for range q.Depth {
 		w *= q.Branching
@@ -68,7 +71,7 @@ func (q QuantileTree) Nodes() int {
 }
 
 // levelStart returns the position of the first node of level ℓ (1-based).
-func (q QuantileTree) levelStart(l int) int {
+func (q Tree) levelStart(l int) int {
 	n, w := 0, 1
 	for range l - 1 {
 		w *= q.Branching
@@ -79,7 +82,7 @@ func (q QuantileTree) levelStart(l int) int {
 
 // NodeCounts returns the true node counts (the vector to noise) from the
 // dense leaf counts (len Leaves()).
-func (q QuantileTree) NodeCounts(leaves []float64) []float64 {
+func (q Tree) NodeCounts(leaves []float64) []float64 {
 	out := make([]float64, q.Nodes())
 	copy(out[q.levelStart(q.Depth):], leaves)
 	for l := q.Depth - 1; l >= 1; l-- {
@@ -96,14 +99,14 @@ func (q QuantileTree) NodeCounts(leaves []float64) []float64 {
 }
 
 // consistentLeaves returns the leaf estimates of Hay et al.'s consistent
-// tree (see QuantileTree) from the noised nodes.
-func (q QuantileTree) consistentLeaves(noised []float64) []float64 {
+// tree (see Tree) from the noised nodes.
+func (q Tree) consistentLeaves(noised []float64) []float64 {
 	return q.consistent(noised)[q.levelStart(q.Depth):]
 }
 
 // consistent returns every node's estimate in Hay et al.'s consistent tree
-// (see QuantileTree), in the noised vector's layout.
-func (q QuantileTree) consistent(noised []float64) []float64 {
+// (see Tree), in the noised vector's layout.
+func (q Tree) consistent(noised []float64) []float64 {
 	b := float64(q.Branching)
 	// Pass 1, bottom-up: z = leaf value; at height k ≥ 2 (leaves are at
 	// height 1), z[v] = (b^k − b^{k−1})/(b^k − 1)·x[v] +
@@ -145,7 +148,7 @@ func (q QuantileTree) consistent(noised []float64) []float64 {
 }
 
 // edge returns the left edge of leaf j (j = Leaves(): Upper).
-func (q QuantileTree) edge(j, leaves int) float64 {
+func (q Tree) edge(j, leaves int) float64 {
 	if j >= leaves {
 		return q.Upper
 	}
@@ -165,7 +168,7 @@ func (q QuantileTree) edge(j, leaves int) float64 {
 // would add their positive noise up into a uniform CDF). The walk is
 // monotone: a larger rank enters the same child with a larger rescaled rank
 // or a child further right, at every level.
-func (q QuantileTree) Quantiles(noised []float64, ranks []float64) []float64 {
+func (q Tree) Quantiles(noised []float64, ranks []float64) []float64 {
 	h := q.consistent(noised)
 	leaves := q.Leaves()
 	out := make([]float64, len(ranks))
@@ -214,9 +217,9 @@ func (q QuantileTree) Quantiles(noised []float64, ranks []float64) []float64 {
 
 // Intervals returns, for every rank, the interval [lo, hi] that holds the
 // true quantile of the kept values on the event that every raw prefix
-// count and the total are within h of the truth (see QuantileTree and
+// count and the total are within h of the truth (see Tree and
 // RankBound), and the noised total N̂.
-func (q QuantileTree) Intervals(noised []float64, ranks []float64, h float64) (lo, hi []float64, total float64) {
+func (q Tree) Intervals(noised []float64, ranks []float64, h float64) (lo, hi []float64, total float64) {
 	leaves := q.Leaves()
 	b := q.Branching
 	// Per-level prefix sums of the raw noised nodes.
@@ -283,14 +286,14 @@ func ulp(x float64) float64 {
 }
 
 // RankError returns the bound on the rank error of any value in the
-// interval of rank r: 2(1+r)·h (see QuantileTree).
+// interval of rank r: 2(1+r)·h (see Tree).
 func RankError(r, h float64) float64 { return 2 * (1 + r) * h }
 
 // Release returns the released quantiles (estimates clipped into their
 // intervals: non-decreasing in the rank when ranks are sorted), their
 // intervals and the noised total, from the noised nodes and the
 // half-width h of RankBound.
-func (q QuantileTree) Release(noised, ranks []float64, h float64) (vals, lo, hi []float64, total float64) {
+func (q Tree) Release(noised, ranks []float64, h float64) (vals, lo, hi []float64, total float64) {
 	vals = q.Quantiles(noised, ranks)
 	lo, hi, total = q.Intervals(noised, ranks, h)
 	for k := range vals {
@@ -312,21 +315,21 @@ func (q QuantileTree) Release(noised, ranks []float64, h float64) (vals, lo, hi 
 //     P(|S| > H) ≤ 2·min_λ exp(M·ln E e^{λY} − λH), solved for H.
 //
 // H is rounded up to a whole number (the noised sums are integers). The
-// error wraps ErrInvalidParameter for other mechanisms or bad arguments.
-func (q QuantileTree) RankBound(m Mechanism, scale, beta float64) (float64, error) {
-	if q.Branching < 2 || q.Depth < 1 || !(beta > 0 && beta < 1) || !validScale(scale) || math.IsInf(scale, 0) {
-		return 0, fmt.Errorf("%w: quantile tree bound needs branching ≥ 2, depth ≥ 1, β in (0, 1) and a finite scale", ErrInvalidParameter)
+// error wraps privacy.ErrInvalidParameter for other mechanisms or bad arguments.
+func (q Tree) RankBound(m privacy.Mechanism, scale, beta float64) (float64, error) {
+	if q.Branching < 2 || q.Depth < 1 || !(beta > 0 && beta < 1) || !(!math.IsNaN(scale) && scale >= 0) || math.IsInf(scale, 0) {
+		return 0, fmt.Errorf("%w: quantile tree bound needs branching ≥ 2, depth ≥ 1, β in (0, 1) and a finite scale", privacy.ErrInvalidParameter)
 	}
 	M := float64(max((q.Branching-1)*q.Depth, q.Branching))
 	target := beta / float64(q.Leaves())
 	switch m.(type) {
-	case DiscreteGaussian:
+	case privacy.DiscreteGaussian:
 		return math.Ceil(scale * math.Sqrt(2*M*math.Log(2/target))), nil
-	case DiscreteLaplace:
-		if !discreteScaleOK(scale) {
-			return 0, fmt.Errorf("%w: discrete Laplace scale %g", ErrInvalidParameter, scale)
+	case privacy.DiscreteLaplace:
+		if !rng.DiscreteScaleOK(scale) {
+			return 0, fmt.Errorf("%w: discrete Laplace scale %g", privacy.ErrInvalidParameter, scale)
 		}
-		tn, td := dyadicUp(scale)
+		tn, td := rng.DyadicUp(scale)
 		t := math.Nextafter(float64(tn)/float64(td), math.Inf(1)) // the sampler's scale, rounded towards a wider bound
 		p := math.Exp(-1 / t)
 		logMGF := func(l float64) float64 {
@@ -369,5 +372,5 @@ func (q QuantileTree) RankBound(m Mechanism, scale, beta float64) (float64, erro
 		}
 		return math.Ceil(hi), nil
 	}
-	return 0, fmt.Errorf("%w: quantile tree intervals support discrete-laplace and discrete-gaussian noise, not %s", ErrInvalidParameter, m.Name())
+	return 0, fmt.Errorf("%w: quantile tree intervals support discrete-laplace and discrete-gaussian noise, not %s", privacy.ErrInvalidParameter, m.Name())
 }

@@ -1,4 +1,4 @@
-package privacy
+package stable
 
 import (
 	"errors"
@@ -21,16 +21,16 @@ import (
 // every case. E(d) increases strictly in d (for u < 0, f(u−d) decreases in
 // d), so ε(scale) decreases in the scale and the solver can bracket it.
 
-// sasSolveTol is the relative width of the final bracket of the scale
+// SolveTol is the relative width of the final bracket of the scale
 // solver: the returned scale is within this factor of the smallest scale
 // whose computed loss bound is ≤ ε, well inside the 1e-6 promise.
-const sasSolveTol = 2e-7
+const SolveTol = 2e-7
 
 // errSolver reports a numerical failure of a solver (never expected; wrapped
 // in ErrInfeasible so callers see a clear error rather than a wrong scale).
 var errSolver = errors.New("numerical solver did not converge")
 
-// lossBound returns an upper bound on sup_u log f(u) − log f(u−d) for the
+// LossBound returns an upper bound on sup_u log f(u) − log f(u−d) for the
 // symmetric density with log-density lf, whose loss is unimodal on u < 0 as
 // described above, and the maximiser. relErr bounds the relative error of
 // exp(lf). The bound adds, to the largest loss found, the density error
@@ -38,15 +38,15 @@ var errSolver = errors.New("numerical solver did not converge")
 // and an estimate of how far the maximum over the final bracket can exceed
 // the best point (twice the parabolic curvature estimate times the squared
 // bracket width, plus the spread of the values seen in the bracket).
-func lossBound(lf func(float64) float64, d, relErr float64) (bound, argmax float64, err error) {
-	return lossBoundNear(lf, d, relErr, 0)
+func LossBound(lf func(float64) float64, d, relErr float64) (bound, argmax float64, err error) {
+	return LossBoundNear(lf, d, relErr, 0)
 }
 
-// lossBoundNear is lossBound with a guess hint < 0 of the maximiser (0 for
+// LossBoundNear is LossBound with a guess hint < 0 of the maximiser (0 for
 // none), typically the maximiser at a nearby d: if L(hint) is at least L at
 // hint·(1 ± 1/16), those three points bracket the maximum (L is unimodal on
 // u < 0) and the outward search is skipped.
-func lossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, argmax float64, err error) {
+func LossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, argmax float64, err error) {
 	if !(d > 0) || math.IsInf(d, 1) {
 		return 0, 0, errSolver
 	}
@@ -118,7 +118,7 @@ func lossBoundNear(lf func(float64) float64, d, relErr, hint float64) (bound, ar
 }
 
 // finishLoss maximises loss on the bracket far < mid < near with Brent's
-// method and returns the bound of lossBound and the maximiser; *nan reports
+// method and returns the bound of LossBound and the maximiser; *nan reports
 // whether loss has returned NaN.
 func finishLoss(lf, loss func(float64) float64, nan *bool, d, relErr, far, mid, near, lmid float64) (bound, argmax float64, err error) {
 	x, fx, lo, hi, fw, fv, curv := brentMax(loss, far, mid, near, lmid)
@@ -223,12 +223,12 @@ func brentMax(f func(float64) float64, a, b, c, fb float64) (x, fx, lo, hi, fw, 
 	return x, fx, lo, hi, fw, fv, curv
 }
 
-// solveIncreasing finds, for an increasing positive function g of d > 0, a
+// SolveIncreasing finds, for an increasing positive function g of d > 0, a
 // bracket lo < hi with g(lo) ≤ target < g(hi) and hi ≤ lo·(1+tol), starting
 // from the guess d0. It works in log coordinates with secant steps
 // safeguarded by bisection, and closes the bracket by probing either side of
 // a converged secant estimate.
-func solveIncreasing(g func(float64) (float64, error), target, d0, tol float64) (lo, hi float64, err error) {
+func SolveIncreasing(g func(float64) (float64, error), target, d0, tol float64) (lo, hi float64, err error) {
 	width := math.Log1p(tol)
 	var tlo, thi float64 = math.Inf(-1), math.Inf(1)
 	eval := func(t float64) (float64, error) {

@@ -1,4 +1,4 @@
-package privacy
+package keyfile
 
 import (
 	"io/fs"
@@ -48,9 +48,9 @@ func keyModeOK(perm fs.FileMode, o fileOwner, euid int, groups []int) bool {
 	return false
 }
 
-// KeyFileModeOK reports whether a key file with these attributes (from
-// os.Stat) passes ReadKeyFile's permission rule for this process, so that
+// ModeOK reports whether a key file with these attributes (from
+// os.Stat) passes Read's permission rule for this process, so that
 // a configuration check can say the same as the read will.
-func KeyFileModeOK(fi fs.FileInfo) bool {
+func ModeOK(fi fs.FileInfo) bool {
 	return keyModeOK(fi.Mode().Perm(), ownerOf(fi), os.Geteuid(), processGroups())
 }

@@ -1,4 +1,4 @@
-package privacy
+package quantile
 
 import (
 	"fmt"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 )
 
 // emQuantile is the exponential mechanism for the r-quantile of sorted
@@ -78,7 +81,7 @@ func TestQuantileTreeVersusExponentialMedian(t *testing.T) {
 	lower, upper := 0.0, 1000.0
 	type result struct{ rank, value float64 }
 	run := func(n, depth int, ranks []float64, seed uint64) (tree, em result) {
-		q := QuantileTree{Branching: 16, Depth: depth, Lower: lower, Upper: upper}
+		q := Tree{Branching: 16, Depth: depth, Lower: lower, Upper: upper}
 		r := rand.New(rand.NewPCG(seed, uint64(n)))
 		vs := make([]float64, n)
 		leaves := make([]float64, q.Leaves())
@@ -95,15 +98,15 @@ func TestQuantileTreeVersusExponentialMedian(t *testing.T) {
 		slices.Sort(vs)
 		nodes := q.NodeCounts(leaves)
 		scale := float64(depth) / eps // L0 = D nodes, L∞ = 1: pure ε
-		h, err := q.RankBound(DiscreteLaplace{}, scale, 0.05)
+		h, err := q.RankBound(privacy.DiscreteLaplace{}, scale, 0.05)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := NewStream(Key{}, fmt.Sprintf("dpstream/test/quantile-vs-em/%d/%d/%d", n, depth, len(ranks)))
+		s := rng.NewStream(rng.Key{}, fmt.Sprintf("dpstream/test/quantile-vs-em/%d/%d/%d", n, depth, len(ranks)))
 		for range trials {
 			noised := slices.Clone(nodes)
 			for i := range noised {
-				noised[i] += DiscreteLaplace{}.Sample(s, scale)
+				noised[i] += privacy.DiscreteLaplace{}.Sample(s, scale)
 			}
 			vals, _, _, _ := q.Release(noised, ranks, h)
 			for k, rk := range ranks {

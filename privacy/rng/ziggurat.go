@@ -1,4 +1,4 @@
-package privacy
+package rng
 
 import "math"
 
@@ -101,9 +101,9 @@ func withSign(x float64, b uint64) float64 {
 	return math.Float64frombits(math.Float64bits(x) | b<<55&(1<<63))
 }
 
-// laplace returns a standard Laplace variate: an exponential ziggurat
+// Laplace returns a standard Laplace variate: an exponential ziggurat
 // variate with an independent random sign.
-func (s *Stream) laplace() float64 {
+func (s *Stream) Laplace() float64 {
 	for {
 		b := s.c.Uint64()
 		i := b & 0xff

@@ -4,7 +4,7 @@
 //
 // Usage (from the privacy directory):
 //
-//	go run ./internal/gentables -o table_data.go
+//	go run ../internal/tables/gentables -o table_data.go
 package main
 
 import (
@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/internal/tables"
 )
 
 func main() {
 	out := flag.String("o", "table_data.go", "output file")
 	flag.Parse()
-	if err := privacy.WriteTablesFile(*out, os.Stderr); err != nil {
+	if err := tables.WriteFile(*out, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "gentables:", err)
 		os.Exit(1)
 	}

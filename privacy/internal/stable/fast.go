@@ -1,4 +1,4 @@
-package privacy
+package stable
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 // A fast log-density for the calibration loops. Between the power series
 // (|x| ≤ sasSmallX) and the point X_a where the asymptotic series takes
 // over, logPDF needs Zolotarev's integral (tens of microseconds). On that
-// bounded range log f is smooth (analytic), so sasFast interpolates it,
+// bounded range log f is smooth (analytic), so Fast interpolates it,
 // piecewise in t = log x, by Chebyshev polynomials through values of the
 // integral; outside it uses the two series as logPDF does. A solve then
 // costs tens of microseconds instead of tens of milliseconds, and the exact
@@ -17,7 +17,7 @@ import (
 // Each interpolant is checked when it is built: at sasInterpChecks points
 // of every piece that are not nodes, against the integral. The largest
 // deviation seen, times sasInterpSafety, is added to the density's error
-// bound (sasFast.relErr), so the calibration margins cover it; if it exceeds
+// bound (Fast.relErr), so the calibration margins cover it; if it exceeds
 // sasInterpMaxErr the interpolant is not used and the integral is.
 
 const (
@@ -45,9 +45,9 @@ const (
 	sasInterpCacheSize = 64
 )
 
-// sasFast is the fast log-density for one α.
-type sasFast struct {
-	den *sasDensity
+// Fast is the fast log-density for one α.
+type Fast struct {
+	den *Density
 	xa  float64 // upper end of the interpolated range
 	// Pieces in increasing order: piece i covers log x ∈ [lo[i], hi[i]].
 	lo, hi []float64
@@ -58,19 +58,19 @@ type sasFast struct {
 
 var (
 	sasFastMu    sync.Mutex
-	sasFastCache = map[float64]*sasFast{}
+	sasFastCache = map[float64]*Fast{}
 )
 
-// fastDensity returns the fast log-density for α in (1, 2), from the cache
+// FastDensity returns the fast log-density for α in (1, 2), from the cache
 // if it was built before.
-func fastDensity(alpha float64) *sasFast {
+func FastDensity(alpha float64) *Fast {
 	sasFastMu.Lock()
 	f, ok := sasFastCache[alpha]
 	sasFastMu.Unlock()
 	if ok {
 		return f
 	}
-	f = newSASFast(newSASDensity(alpha))
+	f = newFast(NewDensity(alpha))
 	sasFastMu.Lock()
 	if len(sasFastCache) < sasInterpCacheSize {
 		sasFastCache[alpha] = f
@@ -79,9 +79,9 @@ func fastDensity(alpha float64) *sasFast {
 	return f
 }
 
-// newSASFast builds and checks the interpolant.
-func newSASFast(den *sasDensity) *sasFast {
-	f := &sasFast{den: den}
+// newFast builds and checks the interpolant.
+func newFast(den *Density) *Fast {
+	f := &Fast{den: den}
 	// X_a: the first x on a grid of ratio 1.05 from 1 where the asymptotic
 	// series converges (it then converges for every larger x, its terms
 	// shrinking with x). The interpolant covers [sasSmallX, X_a].
@@ -107,7 +107,7 @@ func newSASFast(den *sasDensity) *sasFast {
 // its check error exceeds sasInterpTarget and splitting still helps (the
 // error falls at least fourfold; otherwise it is the integral's own noise).
 // It reports false if an integral failed.
-func (f *sasFast) build(a, b float64, depth int, parentErr float64) bool {
+func (f *Fast) build(a, b float64, depth int, parentErr float64) bool {
 	var vals, c [sasInterpNodes]float64
 	mid, half := 0.5*(a+b), 0.5*(b-a)
 	for j := range vals {
@@ -154,12 +154,12 @@ func clenshaw(c *[sasInterpNodes]float64, z float64) float64 {
 	return z*b1 - b2 + c[0]
 }
 
-// logPDF returns log f(x): the interpolant on its range, else the density's
+// LogPDF returns log f(x): the interpolant on its range, else the density's
 // own representations.
-func (f *sasFast) logPDF(x float64) float64 {
+func (f *Fast) LogPDF(x float64) float64 {
 	x = math.Abs(x)
 	if !f.ok || !(x > sasSmallX && x < f.xa) {
-		return f.den.logPDF(x)
+		return f.den.LogPDF(x)
 	}
 	t := math.Log(x)
 	// Binary search for the piece with hi[i] ≥ t.
@@ -176,10 +176,10 @@ func (f *sasFast) logPDF(x float64) float64 {
 	return clenshaw(&f.coef[i], math.Max(-1, math.Min(1, z)))
 }
 
-// relErr bounds the relative error of exp(logPDF): the density's own bound
+// RelErr bounds the relative error of exp(logPDF): the density's own bound
 // plus the interpolation margin.
-func (f *sasFast) relErr() float64 {
-	e := f.den.relErr()
+func (f *Fast) RelErr() float64 {
+	e := f.den.RelErr()
 	if f.ok {
 		e += sasInterpSafety * f.maxErr
 	}

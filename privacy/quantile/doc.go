@@ -1,0 +1,16 @@
+// Package quantile turns a noised hierarchical histogram (a quantile tree)
+// into quantiles with confidence intervals: dpstream's quantiles
+// aggregate.
+//
+// The tree (Tree) covers [Lower, Upper] with Branching^Depth leaves of
+// equal width; the operator noises its nodes with an exact integer
+// mechanism of package privacy, and everything here is post-processing of
+// that noised vector, so it costs no privacy: the consistent estimator of
+// Hay, Rastogi, Miklau & Suciu (PVLDB 2010), a top-down walk for the
+// estimates, and union-bound intervals (RankBound, Intervals) that hold for
+// every rank at once with probability at least 1 − β, with the rank error
+// of any value in them bounded by RankError.
+//
+// The package is pure computation (no file, clock or network; privacy's
+// TestPurity checks the imports).
+package quantile
