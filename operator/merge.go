@@ -170,7 +170,9 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		}
 	}()
 
-	asm := newAssembler(partialMACKey(o.key))
+	// Partials bound to this deployment; the previous format only for
+	// the windows in flight at the upgrade (assembler.v2Before).
+	asm := newAssembler(partialMACKey(o.key, partialBindingOf(k, o.plan.digest)), partialMACKeyV2(o.key), rec.boundFrom)
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
 	// gauges shows what publication waits for (metrics.go).
 	gauges := func() {
@@ -227,6 +229,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			nextOffset = mm.m.Offset + 1
 			c, err := decodePartialChunk(mm.m.Value)
 			if err != nil {
+				o.m.partialsRejected.WithLabelValues("not_partial").Inc()
 				o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", mm.m.Offset)
 				continue
 			}
@@ -234,7 +237,26 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				continue // a window already final (a replayed stage 1 writes it again)
 			}
 			b, first, err := asm.add(c, mm.m.Offset)
+			if errors.Is(err, errPartialV2) {
+				// Never written by this deployment after the cutoff: a
+				// replay, or an instance of an earlier version still
+				// running (upgrades stop every instance first).
+				o.m.partialsRejected.WithLabelValues("old_format").Inc()
+				o.log.Error("rejecting a partial state of the previous format (dpp2) for a window after the upgrade cutoff: "+
+					"a replay, or an instance of an earlier version still writes; stop every instance of an earlier version, "+
+					"then see the upgrade notes if a window waits for this partition",
+					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid, "cutoff", tsString(rec.boundFrom))
+				continue
+			}
+			if errors.Is(err, errPartialMAC) {
+				o.m.partialsRejected.WithLabelValues("mac").Inc()
+				o.log.Warn("rejecting a partial state that this deployment did not write (damaged, or another deployment's: "+
+					"another key, namespace, configuration, input topics or partials topic)",
+					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
+				continue
+			}
 			if err != nil {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping a damaged partial state", "offset", mm.m.Offset, "err", err)
 				continue
 			}
@@ -243,6 +265,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			}
 			var p windows.Partial
 			if err := p.UnmarshalBinary(b); err != nil {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping an undecodable partial state", "offset", mm.m.Offset, "err", err)
 				continue
 			}
@@ -265,6 +288,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				continue // first complete partial wins: a replay after a rebalance may write a shorter one later
 			}
 			if len(p.Partitions) != 1 || p.Partitions[0] != c.id.pid || p.Start != c.id.start {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping a partial state whose content does not match its message", "offset", mm.m.Offset)
 				continue
 			}
