@@ -11,6 +11,7 @@ package operator
 // and takes over on a rebalance.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -173,6 +174,14 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	// Partials bound to this deployment; the previous format only for
 	// the windows in flight at the upgrade (assembler.v2Before).
 	asm := newAssembler(partialMACKey(o.key, partialBindingOf(k, o.plan.digest)), partialMACKeyV2(o.key), rec.boundFrom)
+	if pb, ok := previousBinding(&rec, partialBindingOf(k, o.plan.digest)); ok {
+		// A configuration change since the last publication: the
+		// partials of the windows in flight were written under the
+		// previous binding, and stage 1 committed behind them.
+		asm.prevKey, asm.prevBefore = partialMACKey(o.key, pb), max(next, o.plan.alignUp(o.now().UnixMilli()))
+		o.log.Info("the configuration changed since the last publication: partials of the previous configuration are accepted for windows before the cutoff",
+			"cutoff", tsString(asm.prevBefore))
+	}
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
 	// gauges shows what publication waits for (metrics.go).
 	gauges := func() {
@@ -250,8 +259,9 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			}
 			if errors.Is(err, errPartialMAC) {
 				o.m.partialsRejected.WithLabelValues("mac").Inc()
-				o.log.Warn("rejecting a partial state that this deployment did not write (damaged, or another deployment's: "+
-					"another key, namespace, configuration, input topics or partials topic)",
+				o.log.Warn("rejecting a partial state that this deployment did not write (damaged, another deployment's: "+
+					"another key, namespace, configuration, input topics or partials topic; or this deployment's from before a key "+
+					"rotation or two configuration changes): if a window waits for this partition, replay its input (see the upgrade notes)",
 					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
 				continue
 			}
@@ -359,4 +369,23 @@ func (o *Operator) inputPartitionIDs(ctx context.Context, cl *clients) (map[int3
 		}
 	}
 	return ids, nil
+}
+
+// previousBinding returns the partials binding of the configuration that
+// published the last final window, as the state record says (its digest
+// and identity), when it differs from cur (ok false: the same, or not
+// recorded).
+func previousBinding(rec *recovered, cur partialBinding) (partialBinding, bool) {
+	d := rec.deployment
+	if d == nil || rec.digest == "" {
+		return partialBinding{}, false
+	}
+	pb := partialBinding{namespace: d.Namespace, digest: rec.digest, inputTopics: d.InputTopics, partialsTopic: d.PartialsTopic}
+	if pb.partialsTopic == "" {
+		pb.partialsTopic = cur.partialsTopic
+	}
+	if bytes.Equal(pb.encode(), cur.encode()) {
+		return partialBinding{}, false
+	}
+	return pb, true
 }

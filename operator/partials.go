@@ -230,7 +230,14 @@ type assembler struct {
 	// deployment, so a version 2 partial of theirs is a replay.
 	macKeyV2 []byte
 	v2Before int64
-	parts    map[partialID]*assembly
+	// prevKey (nil: none) checks format version 3 partials written under
+	// the deployment's previous binding (a configuration change: another
+	// release digest, namespace or input topics), accepted for windows
+	// before prevBefore only: the windows in flight at the change, whose
+	// partials stage 1 will not write again.
+	prevKey    []byte
+	prevBefore int64
+	parts      map[partialID]*assembly
 }
 
 // assembly is one partial being collected, with the offset of its first
@@ -270,14 +277,23 @@ func (a *assembler) add(c partialChunk, offset int64) ([]byte, int64, error) {
 	}
 	delete(a.parts, c.id)
 	b := bytes.Join(as.chunks, nil)
-	key := a.macKey
-	if c.id.v2 {
-		key = a.macKeyV2
-	}
-	if want := partialMAC(key, c.id.start, c.id.pid, b); !hmac.Equal(want[:], c.id.sum[:]) {
+	if !a.valid(c.id, b) {
 		return nil, 0, fmt.Errorf("%w: window %d, partition %d", errPartialMAC, c.id.start, c.id.pid)
 	}
 	return b, as.first, nil
+}
+
+// valid reports whether the MAC of the partial id with encoding b is one
+// this assembler accepts.
+func (a *assembler) valid(id partialID, b []byte) bool {
+	ok := func(key []byte) bool {
+		want := partialMAC(key, id.start, id.pid, b)
+		return hmac.Equal(want[:], id.sum[:])
+	}
+	if id.v2 {
+		return ok(a.macKeyV2)
+	}
+	return ok(a.macKey) || (a.prevKey != nil && id.start < a.prevBefore && ok(a.prevKey))
 }
 
 // drop forgets the incomplete partials of windows before next.

@@ -205,3 +205,46 @@ func TestPartialV2OnlyBeforeCutoff(t *testing.T) {
 		t.Errorf("a dpp3 partial relabelled dpp2: err %v, want errPartialMAC", err)
 	}
 }
+
+// TestPartialPreviousBinding: after a configuration change, partials
+// written under the deployment's previous binding (as the state record
+// says) are accepted for the windows before the cutoff only; another
+// deployment's are not; with the same configuration there is no previous
+// binding.
+func TestPartialPreviousBinding(t *testing.T) {
+	k := testKey()
+	c := stateTestConfig()
+	c.Kafka.ScaleOut = true
+	cur := partialBindingOf(c.Kafka, "digest-now")
+	op, err := New(c, WithKey(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recovered{digest: "digest-now", deployment: op.deployment("")}
+	if _, ok := previousBinding(rec, cur); ok {
+		t.Error("same configuration: a previous binding")
+	}
+	rec.digest = "digest-before"
+	pb, ok := previousBinding(rec, cur)
+	if !ok || pb.digest != "digest-before" || pb.namespace != cur.namespace || pb.partialsTopic != cur.partialsTopic {
+		t.Fatalf("previous binding %+v, %v", pb, ok)
+	}
+	const cutoff = 120_000
+	a := func() *assembler {
+		a := newAssembler(partialMACKey(k, cur), partialMACKeyV2(k), math.MinInt64)
+		a.prevKey, a.prevBefore = partialMACKey(k, pb), cutoff
+		return a
+	}
+	b := []byte("a partial written before the configuration change")
+	if got, err := assembleWith(a(), partialMessages("p", partialMACKey(k, pb), 60_000, 3, b)); err != nil || len(got) != 1 {
+		t.Errorf("previous binding before the cutoff: %d assembled, err %v", len(got), err)
+	}
+	if _, err := assembleWith(a(), partialMessages("p", partialMACKey(k, pb), cutoff, 3, b)); !errors.Is(err, errPartialMAC) {
+		t.Errorf("previous binding at the cutoff: err %v, want errPartialMAC", err)
+	}
+	other := pb
+	other.namespace = "staging"
+	if _, err := assembleWith(a(), partialMessages("p", partialMACKey(k, other), 60_000, 3, b)); !errors.Is(err, errPartialMAC) {
+		t.Errorf("another deployment before the cutoff: err %v, want errPartialMAC", err)
+	}
+}

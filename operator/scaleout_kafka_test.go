@@ -290,20 +290,66 @@ func TestKafkaScaleOutRejectsReplayedPartials(t *testing.T) {
 // record has no partials cutoff, the partials of the windows in flight are
 // dpp2 and stage 1 will not write them again (its input offsets are
 // committed at the end: it writes empty partials of those windows after
-// them, which lose to the first complete partial). The upgraded merger records the cutoff, accepts those dpp2
-// partials (windows before it) and publishes exactly what a single
-// instance publishes; nothing is rejected and no window waits for ever
-// (with a cutoff at the deployment's first window, every window would).
+// them, which lose to the first complete partial). The upgraded merger
+// records the cutoff, accepts those dpp2 partials (windows before it) and
+// publishes exactly what a single instance publishes; nothing is rejected
+// and no window waits for ever (with a cutoff at the deployment's first
+// window, every window would).
 func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
+	runOnInFlightPartials(t, "upgrade", func(_ Config, m partialChunk) []kafka.Message {
+		return partialMessagesMagic(partialMagicV2, "", partialMACKeyV2(testKey()), m.id.start, m.id.pid, m.data)
+	}, func(c Config, digest string) map[string]any {
+		// The previous version's record: no partials cutoff, no identity.
+		return map[string]any{"v": 2, "closed_through": int64(noClosedWindow), "output_offsets": map[string]int64{}, "origin": testBase, "digest": digest}
+	})
+}
+
+// TestKafkaScaleOutConfigChangeReadsInFlightPartials: a scale-out
+// deployment restarted with another configuration (another ε: another
+// release digest) while windows are in flight: their partials were
+// written under the previous binding, and stage 1 will not write them
+// again. The merger accepts them (the state record names the previous
+// digest and identity) for the windows in flight, instead of rejecting
+// them and waiting for ever.
+func TestKafkaScaleOutConfigChangeReadsInFlightPartials(t *testing.T) {
+	runOnInFlightPartials(t, "config", func(c Config, m partialChunk) []kafka.Message {
+		c.Privacy.Epsilon *= 2
+		d, err := ReleaseDigest(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return partialMessages("", partialMACKey(testKey(), partialBindingOf(c.Kafka, d)), m.id.start, m.id.pid, m.data)
+	}, func(c Config, _ string) map[string]any {
+		c.Privacy.Epsilon *= 2
+		d, err := ReleaseDigest(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"v": 2, "closed_through": int64(noClosedWindow), "output_offsets": map[string]int64{}, "origin": testBase,
+			"digest": d, "partials_bound_from": testBase, "deployment": op.deployment("")}
+	})
+}
+
+// runOnInFlightPartials runs a scale-out deployment whose partials topic
+// holds the partials of every window of a small stream as rewrite makes
+// them from this version's, whose state record is record's (given the
+// deployment's config and digest), and whose stage 1 has committed its
+// input to the end, and checks that it publishes exactly what a single
+// instance publishes, rejecting nothing.
+func runOnInFlightPartials(t *testing.T, name string, rewrite func(Config, partialChunk) []kafka.Message, record func(Config, string) map[string]any) {
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	const nWindows = 2
-	in := uniqueName("dpstream-upgrade-in")
+	in := uniqueName("dpstream-" + name + "-in")
 	createTopic(t, cl, in, 1)
 	produce(t, brokers, in, genStream(43, nWindows, 30).messages(0, time.Second))
 	releases := nWindows * 3 * 4 // windows × public groups × aggregates
 
-	ref := testConfig(brokers, in, uniqueName("dpstream-upgrade-ref"), uniqueName("dpstream-upgrade-ref"))
+	ref := testConfig(brokers, in, uniqueName("dpstream-"+name+"-ref"), uniqueName("dpstream-"+name+"-ref"))
 	ref.Kafka.CreateTopics = true
 	op, pub := newTestOperator(t, ref)
 	if err := runUntil(t, op, testBase+(nWindows-1)*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
@@ -311,24 +357,24 @@ func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
 	}
 	_, refRaw := readReleases(t, cl, ref.Kafka.OutputTopic)
 
-	// The partials the previous version would have written: this
-	// version's, re-signed in format 2.
-	first := testConfig(brokers, in, uniqueName("dpstream-upgrade-first"), uniqueName("dpstream-upgrade-first"))
+	// This version's partials of the stream, rewritten.
+	first := testConfig(brokers, in, uniqueName("dpstream-"+name+"-first"), uniqueName("dpstream-"+name+"-first"))
 	first.Kafka.CreateTopics, first.Kafka.ScaleOut = true, true
 	op, _ = newTestOperator(t, first)
 	runAllUntilOutput(t, []*Operator{op}, cl, first.Kafka.OutputTopic, releases, 120*time.Second)
+
+	c := testConfig(brokers, in, uniqueName("dpstream-"+name+"-out"), uniqueName("dpstream-"+name))
+	c.Kafka.CreateTopics, c.Kafka.ScaleOut = true, true
 	var old []kafka.Message
 	for _, m := range readAll(t, cl, first.Kafka.partialsTopic()) {
-		c, err := decodePartialChunk(m.Value)
-		if err != nil || c.n != 1 {
-			t.Fatalf("partial message: %v (%d chunks)", err, c.n)
+		ch, err := decodePartialChunk(m.Value)
+		if err != nil || ch.n != 1 {
+			t.Fatalf("partial message: %v (%d chunks)", err, ch.n)
 		}
-		old = append(old, partialMessagesMagic(partialMagicV2, "", partialMACKeyV2(testKey()), c.id.start, c.id.pid, c.data)...)
+		old = append(old, rewrite(c, ch)...)
 	}
-
-	c := testConfig(brokers, in, uniqueName("dpstream-upgrade-out"), uniqueName("dpstream-upgrade"))
-	c.Kafka.CreateTopics, c.Kafka.ScaleOut = true, true
 	createTopic(t, cl, c.Kafka.partialsTopic(), 1)
+	produce(t, brokers, c.Kafka.partialsTopic(), old)
 	// Stage 1 committed its input behind the old partials: it does not
 	// write them again.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -349,15 +395,15 @@ func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
 			}
 		}
 	}
-	produce(t, brokers, c.Kafka.partialsTopic(), old)
-	// The previous version's state record: an origin, nothing final yet,
-	// no partials cutoff, no identity.
 	digest, err := ReleaseDigest(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	createTopic(t, cl, c.Kafka.stateTopic(), 1)
-	prev, _ := json.Marshal(map[string]any{"v": 2, "closed_through": int64(noClosedWindow), "output_offsets": map[string]int64{}, "origin": testBase, "digest": digest})
+	prev, err := json.Marshal(record(c, digest))
+	if err != nil {
+		t.Fatal(err)
+	}
 	produce(t, brokers, c.Kafka.stateTopic(), []kafka.Message{{Key: []byte(c.Kafka.GroupID), Value: prev}})
 
 	op, _ = newTestOperator(t, c)
@@ -365,7 +411,7 @@ func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
 	_, raw := readReleases(t, cl, c.Kafka.OutputTopic)
 	for k, v := range refRaw {
 		if !bytes.Equal(raw[k], v) {
-			t.Errorf("release %q differs from the single instance's (the old partials were not merged)", k)
+			t.Errorf("release %q differs from the single instance's (the in-flight partials were not merged)", k)
 		}
 	}
 	for _, reason := range []string{"mac", "old_format", "damaged", "not_partial"} {
@@ -373,9 +419,8 @@ func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
 			t.Errorf("dpstream_partials_rejected_total{reason=%s} = %v, want 0", reason, n)
 		}
 	}
-
 	last, err := lastState(ctx, cl, c.Kafka.stateTopic(), c.Kafka.GroupID, nil)
-	if err != nil || last == nil || last.PartialsBoundFrom <= testBase+(nWindows-1)*testSize.Milliseconds() || last.Deployment == nil {
-		t.Errorf("state record after the upgrade: %+v, %v; want the cutoff after the windows in flight and the identity", last, err)
+	if err != nil || last == nil || last.PartialsBoundFrom < testBase || last.Deployment == nil || last.Digest != digest {
+		t.Errorf("state record after the run: %+v, %v; want a partials cutoff, the identity and this configuration's digest", last, err)
 	}
 }
