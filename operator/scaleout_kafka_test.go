@@ -383,18 +383,7 @@ func runOnInFlightPartials(t *testing.T, name string, rewrite func(Config, parti
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := cl.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: c.Kafka.GroupID, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{in: {{Partition: 0, Offset: end[0]}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				t.Fatal(p.Error)
-			}
-		}
-	}
+	commitOffset(t, cl, c.Kafka.GroupID, in, end[0])
 	digest, err := ReleaseDigest(c)
 	if err != nil {
 		t.Fatal(err)
