@@ -138,3 +138,23 @@ func readReleases(t testing.TB, c *clients, topic string) (map[string]schema.Rel
 	}
 	return rels, raw
 }
+
+// commitOffset commits offset for partition 0 of topic in group, as a
+// consumer outside any generation (the group must have no members).
+func commitOffset(t testing.TB, c *clients, group, topic string, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := c.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: group, GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{topic: {{Partition: 0, Offset: offset}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				t.Fatal(p.Error)
+			}
+		}
+	}
+}

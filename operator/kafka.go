@@ -846,3 +846,13 @@ func (o *Operator) checkTimestampTypes(ctx context.Context, cl *clients) {
 		}
 	}
 }
+
+// clusterID returns the Kafka cluster id the brokers report ("" when the
+// broker does not say), asking for the metadata of topic only.
+func (c *clients) clusterID(ctx context.Context, topic string) (string, error) {
+	res, err := c.client.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return "", fmt.Errorf("%w: cluster metadata: %v", ErrKafka, err)
+	}
+	return res.ClusterID, nil
+}

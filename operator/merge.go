@@ -11,6 +11,7 @@ package operator
 // and takes over on a rebalance.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -170,7 +171,17 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		}
 	}()
 
-	asm := newAssembler(partialMACKey(o.key))
+	// Partials bound to this deployment; the previous format only for
+	// the windows in flight at the upgrade (assembler.v2Before).
+	asm := newAssembler(partialMACKey(o.key, partialBindingOf(k, o.plan.digest)), partialMACKeyV2(o.key), rec.boundFrom)
+	if pb, ok := previousBinding(&rec, partialBindingOf(k, o.plan.digest)); ok {
+		// A configuration change since the last publication: the
+		// partials of the windows in flight were written under the
+		// previous binding, and stage 1 committed behind them.
+		asm.prevKey, asm.prevBefore = partialMACKey(o.key, pb), max(next, o.plan.alignUp(o.now().UnixMilli()))
+		o.log.Info("the configuration changed since the last publication: partials of the previous configuration are accepted for windows before the cutoff",
+			"cutoff", tsString(asm.prevBefore))
+	}
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
 	// gauges shows what publication waits for (metrics.go).
 	gauges := func() {
@@ -227,6 +238,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			nextOffset = mm.m.Offset + 1
 			c, err := decodePartialChunk(mm.m.Value)
 			if err != nil {
+				o.m.partialsRejected.WithLabelValues("not_partial").Inc()
 				o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", mm.m.Offset)
 				continue
 			}
@@ -234,7 +246,27 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				continue // a window already final (a replayed stage 1 writes it again)
 			}
 			b, first, err := asm.add(c, mm.m.Offset)
+			if errors.Is(err, errPartialV2) {
+				// Never written by this deployment after the cutoff: a
+				// replay, or an instance of an earlier version still
+				// running (upgrades stop every instance first).
+				o.m.partialsRejected.WithLabelValues("old_format").Inc()
+				o.log.Error("rejecting a partial state of the previous format (dpp2) for a window after the upgrade cutoff: "+
+					"a replay, or an instance of an earlier version still writes; stop every instance of an earlier version, "+
+					"then see the upgrade notes if a window waits for this partition",
+					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid, "cutoff", tsString(rec.boundFrom))
+				continue
+			}
+			if errors.Is(err, errPartialMAC) {
+				o.m.partialsRejected.WithLabelValues("mac").Inc()
+				o.log.Warn("rejecting a partial state that this deployment did not write (damaged, another deployment's: "+
+					"another key, namespace, configuration, input topics or partials topic; or this deployment's from before a key "+
+					"rotation or two configuration changes): if a window waits for this partition, replay its input (see the upgrade notes)",
+					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
+				continue
+			}
 			if err != nil {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping a damaged partial state", "offset", mm.m.Offset, "err", err)
 				continue
 			}
@@ -243,6 +275,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			}
 			var p windows.Partial
 			if err := p.UnmarshalBinary(b); err != nil {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping an undecodable partial state", "offset", mm.m.Offset, "err", err)
 				continue
 			}
@@ -265,6 +298,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				continue // first complete partial wins: a replay after a rebalance may write a shorter one later
 			}
 			if len(p.Partitions) != 1 || p.Partitions[0] != c.id.pid || p.Start != c.id.start {
+				o.m.partialsRejected.WithLabelValues("damaged").Inc()
 				o.log.Warn("skipping a partial state whose content does not match its message", "offset", mm.m.Offset)
 				continue
 			}
@@ -335,4 +369,23 @@ func (o *Operator) inputPartitionIDs(ctx context.Context, cl *clients) (map[int3
 		}
 	}
 	return ids, nil
+}
+
+// previousBinding returns the partials binding of the configuration that
+// published the last final window, as the state record says (its digest
+// and identity), when it differs from cur (ok false: the same, or not
+// recorded).
+func previousBinding(rec *recovered, cur partialBinding) (partialBinding, bool) {
+	d := rec.deployment
+	if d == nil || rec.digest == "" {
+		return partialBinding{}, false
+	}
+	pb := partialBinding{namespace: d.Namespace, digest: rec.digest, inputTopics: d.InputTopics, partialsTopic: d.PartialsTopic}
+	if pb.partialsTopic == "" {
+		pb.partialsTopic = cur.partialsTopic
+	}
+	if bytes.Equal(pb.encode(), cur.encode()) {
+		return partialBinding{}, false
+	}
+	return pb, true
 }

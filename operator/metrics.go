@@ -64,11 +64,15 @@ type metrics struct {
 	// The scale-out topology's stages (operational: assignments, and the
 	// partials of (window, partition) pairs, which stage 1 writes whether
 	// or not the partition had events).
-	assigned     prometheus.Gauge
-	merging      prometheus.Gauge
-	partialsOut  prometheus.Counter
-	mergeWaiting prometheus.Gauge
-	mergeMissing prometheus.Gauge
+	assigned    prometheus.Gauge
+	merging     prometheus.Gauge
+	partialsOut prometheus.Counter
+	// partialsRejected counts the partials topic messages stage 2
+	// rejected, by reason: not_partial, damaged, mac (not this
+	// deployment's), old_format (dpp2 after the upgrade cutoff).
+	partialsRejected *prometheus.CounterVec
+	mergeWaiting     prometheus.Gauge
+	mergeMissing     prometheus.Gauge
 
 	// s holds the sensitive metrics; nil unless
 	// observability.sensitive_metrics is on.
@@ -146,6 +150,9 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 			Help: "Scale-out: 1 while this instance runs stage 2 (merge, noise, publish), else 0."}),
 		partialsOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "partials_written_total",
 			Help: "Scale-out: partial states (one per window and input partition, empty ones included) written to the partials topic and acknowledged."}),
+		partialsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "partials_rejected_total",
+			Help: "Scale-out, on the merging instance: partials topic messages rejected, by reason (not_partial: not a partial state; damaged: inconsistent chunks; mac: not written by this deployment, e.g. another deployment's under the same key; old_format: the previous format after the upgrade cutoff)."},
+			[]string{"reason"}),
 		mergeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_windows_waiting",
 			Help: "Scale-out, on the merging instance: windows with partials received that cannot be published yet (a partial of an earlier window or of another partition is missing)."}),
 		mergeMissing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_partitions_missing",
@@ -153,7 +160,7 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.publishLatency,
 		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta,
-		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsOut, m.mergeWaiting, m.mergeMissing}
+		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsOut, m.partialsRejected, m.mergeWaiting, m.mergeMissing}
 	if sensitive {
 		s := &sensitiveMetrics{
 			eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",

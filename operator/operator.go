@@ -36,6 +36,10 @@ type Operator struct {
 	hook     func(Published)
 	health   health
 	token    []byte // scale-out: this instance's token in both consumer groups (balance.go)
+	// identity is this deployment's, recorded in every state record and
+	// checked against the recorded one at start (deployment.go); set by
+	// Run before anything reads the state.
+	identity *deploymentRecord
 
 	// crash, when set (tests only), is asked at each publication stage
 	// ("half": write half of the releases; "releases": all written, state
@@ -259,6 +263,11 @@ func (o *Operator) Run(ctx context.Context) error {
 			return err
 		}
 		o.health.set(false, "reading the state and output topics")
+		cid, err := cl.clusterID(ctx, k.stateTopic())
+		if err != nil {
+			return err
+		}
+		o.identity = o.deployment(cid)
 		r, err := recoverState(ctx, cl, k.stateTopic(), k.GroupID, k.OutputTopic, k.namespace())
 		if err != nil {
 			return err
@@ -434,11 +443,20 @@ func (st *runState) emitFrom(p *plan) int64 {
 //     A windows.start later than that postpones the first release to it.
 //  3. The budget ledger is checked against this configuration (a change in
 //     the middle of a horizon must not overspend it, see plan.reconcile).
-//  4. On a first start the origin is recorded before anything is consumed.
+//  4. On a first start the origin is recorded before anything is consumed,
+//     and so is the partials cutoff (PartialsBoundFrom) on the first start
+//     of a version that binds partials to the deployment.
+//
+// Before anything, a state record written by another deployment is
+// refused (checkDeployment).
 func (o *Operator) resume(ctx context.Context, st *runState) error {
 	k := o.cfg.Kafka
 	rec := st.rec
+	if err := o.checkDeployment(rec); err != nil {
+		return err
+	}
 	writeState := func(s stateRecord) error {
+		s = o.stamp(rec, s)
 		return o.retry(ctx, "state", func(c context.Context) error {
 			sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, s)
 			if err != nil {
@@ -537,9 +555,34 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 		return err
 	}
 	rec.ledger = l
+	write := false
+	if rec.boundFrom == 0 {
+		// Partials of format version 2 (not bound to the deployment) can
+		// exist only for windows in flight now, when a deployment that ran
+		// an earlier version first starts this one: stage 1 wrote them
+		// before the upgrade and committed its input behind them, so it
+		// will not write them again. Later windows, and every window of a
+		// fresh deployment, take bound partials only.
+		rec.boundFrom = from
+		if rec.found {
+			rec.boundFrom = max(from, o.plan.alignUp(o.now().UnixMilli()))
+			if k.ScaleOut {
+				o.log.Info("partials of the previous format (dpp2) are accepted only for windows before the cutoff",
+					"cutoff", tsString(rec.boundFrom))
+			}
+		}
+		write = true
+	}
 	if rec.origin == 0 {
 		rec.origin = from
-		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: from, Digest: o.plan.digest, Ledger: rec.ledger, Running: rec.running}); err != nil {
+		write = true
+	}
+	if write {
+		digest := rec.digest // of the configuration that published through closedThrough
+		if digest == "" {
+			digest = o.plan.digest
+		}
+		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: rec.origin, Digest: digest, Ledger: rec.ledger, Running: rec.running}); err != nil {
 			return err
 		}
 	}
@@ -951,9 +994,9 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		all = append(all, done{w, out, dup, wh, l.Spent})
 	}
 	closedThrough := ws[len(ws)-1].End
-	final := stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l, Running: run}
+	final := o.stamp(st.rec, stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l, Running: run})
 	if len(msgs) > 0 {
-		before := stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger, Running: st.rec.running}
+		before := o.stamp(st.rec, stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger, Running: st.rec.running})
 		err := o.retry(ctx, "intent", func(c context.Context) error {
 			im, err := intentMessages(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, before,
 				intentRecord{Through: closedThrough, Ledger: l, Digest: o.plan.digest, Running: run}, msgs)
@@ -1031,7 +1074,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 // holding back commits; it retries until done or ctx ends.
 func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []partialOut) error {
 	topic := o.cfg.Kafka.partialsTopic()
-	macKey := partialMACKey(o.key)
+	macKey := partialMACKey(o.key, partialBindingOf(o.cfg.Kafka, o.plan.digest))
 	var msgs []kafka.Message
 	for _, p := range ps {
 		b, err := p.p.MarshalBinary()

@@ -60,6 +60,13 @@ func runUntil(t *testing.T, op *Operator, lastStart int64, published chan int64,
 // the noise key or a unit id of the test streams.
 func newTestOperator(t *testing.T, c Config) (*Operator, chan int64) {
 	t.Helper()
+	op, ch, _ := newLoggedTestOperator(t, c)
+	return op, ch
+}
+
+// newLoggedTestOperator is newTestOperator that also returns the log.
+func newLoggedTestOperator(t *testing.T, c Config) (*Operator, chan int64, *logSink) {
+	t.Helper()
 	ch := make(chan int64, 1024)
 	sink := &logSink{}
 	log := sink.logger(t)
@@ -69,7 +76,7 @@ func newTestOperator(t *testing.T, c Config) (*Operator, chan int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return op, ch
+	return op, ch, sink
 }
 
 // testStreamUnits is more than the number of units any test stream

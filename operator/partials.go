@@ -15,6 +15,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/segmentio/kafka-go"
@@ -22,24 +23,91 @@ import (
 	"github.com/dpstream/dpstream/privacy/rng"
 )
 
-// partialMagic starts every partials topic message (format version 2:
-// version 1 carried a plain SHA-256 instead of the MAC and is not read).
-var partialMagic = []byte("dpp2")
+// partialMagic starts every partials topic message (format version 3:
+// the MAC key is bound to the deployment, see partialBinding). Version 2
+// (partialMagicV2) had the same layout under a MAC key derived from the
+// noise key alone, so two deployments sharing a key could replay each
+// other's partials; it is read only for windows in flight at the upgrade
+// (see assembler.v2Before). Version 1 carried a plain SHA-256 instead of
+// the MAC and is not read.
+var partialMagic = []byte("dpp3")
+
+// partialMagicV2 starts the partials of the previous format version.
+var partialMagicV2 = []byte("dpp2")
 
 // partialMACDomain separates the partials MAC key from every other use of
 // the noise key (the noise streams use "dpstream/release/v2").
-const partialMACDomain = "dpstream/partials-mac/v1"
+const partialMACDomain = "dpstream/partials-mac/v2"
+
+// partialMACDomainV2 is the domain of format version 2's MAC key.
+const partialMACDomainV2 = "dpstream/partials-mac/v1"
+
+// partialBinding is everything that makes one deployment's partials
+// distinct from another's under the same key: the release namespace, the
+// release digest of the configuration (ReleaseDigest, which the noise
+// binds too), the input topics (sorted) and the partials topic. A partial
+// written by a deployment that differs in any of them fails this
+// deployment's MAC check.
+type partialBinding struct {
+	namespace     string
+	digest        string
+	inputTopics   []string // sorted
+	partialsTopic string
+}
+
+// partialBindingOf returns the binding of a deployment with kafka config
+// k and release digest digest.
+func partialBindingOf(k KafkaConfig, digest string) partialBinding {
+	return partialBinding{
+		namespace:     k.namespace(),
+		digest:        digest,
+		inputTopics:   slices.Sorted(slices.Values(k.InputTopics)),
+		partialsTopic: k.partialsTopic(),
+	}
+}
+
+// appendField appends s with its length as a uvarint before it, so that
+// a sequence of fields has one reading only.
+func appendField(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// encode is the binding's unambiguous encoding: every string
+// length-prefixed (appendField), the topics preceded by their count:
+//
+//	field(partialMACDomain) ‖ field(namespace) ‖ field(digest) ‖
+//	uvarint(n) ‖ field(topic_1) ‖ … ‖ field(topic_n) ‖ field(partials topic)
+func (b partialBinding) encode() []byte {
+	out := appendField(nil, partialMACDomain)
+	out = appendField(out, b.namespace)
+	out = appendField(out, b.digest)
+	out = binary.AppendUvarint(out, uint64(len(b.inputTopics)))
+	for _, t := range b.inputTopics {
+		out = appendField(out, t)
+	}
+	return appendField(out, b.partialsTopic)
+}
 
 // partialMACKey derives the key of the partials topic's MACs from the
-// noise key: HMAC-SHA256(key, partialMACDomain).
-func partialMACKey(k rng.Key) []byte {
+// noise key and the deployment: HMAC-SHA256(key, binding.encode()).
+func partialMACKey(k rng.Key, b partialBinding) []byte {
 	m := hmac.New(sha256.New, k[:])
-	m.Write([]byte(partialMACDomain))
+	m.Write(b.encode())
+	return m.Sum(nil)
+}
+
+// partialMACKeyV2 is format version 2's MAC key, bound to nothing but the
+// noise key: HMAC-SHA256(key, partialMACDomainV2).
+func partialMACKeyV2(k rng.Key) []byte {
+	m := hmac.New(sha256.New, k[:])
+	m.Write([]byte(partialMACDomainV2))
 	return m.Sum(nil)
 }
 
 // partialMAC is HMAC-SHA256(macKey, varint(start) ‖ varint(pid) ‖ b): it
-// binds the partial's encoding to its window and input partition.
+// binds the partial's encoding to its window and input partition (and,
+// through macKey, to the deployment).
 func partialMAC(macKey []byte, start int64, pid int32, b []byte) [sha256.Size]byte {
 	m := hmac.New(sha256.New, macKey)
 	var hdr []byte
@@ -63,6 +131,7 @@ type partialID struct {
 	start int64
 	pid   int32
 	sum   [sha256.Size]byte
+	v2    bool // format version 2 (partialMagicV2)
 }
 
 // partialMessages splits the encoding b of the partial of window start and
@@ -71,13 +140,19 @@ type partialID struct {
 // chunks, so that stage 2 can reassemble it whatever else the topic holds
 // in between.
 func partialMessages(topic string, macKey []byte, start int64, pid int32, b []byte) []kafka.Message {
+	return partialMessagesMagic(partialMagic, topic, macKey, start, pid, b)
+}
+
+// partialMessagesMagic is partialMessages with the given magic (tests
+// write format version 2 with it).
+func partialMessagesMagic(magic []byte, topic string, macKey []byte, start int64, pid int32, b []byte) []kafka.Message {
 	sum := partialMAC(macKey, start, pid, b)
 	n := max(1, (len(b)+partialChunkBytes-1)/partialChunkBytes)
 	key := []byte(strconv.FormatInt(start, 10) + "/" + strconv.Itoa(int(pid)))
 	out := make([]kafka.Message, 0, n)
 	for i := range n {
 		chunk := b[min(i*partialChunkBytes, len(b)):min((i+1)*partialChunkBytes, len(b))]
-		v := append([]byte(nil), partialMagic...)
+		v := append([]byte(nil), magic...)
 		v = binary.AppendVarint(v, start)
 		v = binary.AppendVarint(v, int64(pid))
 		v = append(v, sum[:]...)
@@ -92,6 +167,16 @@ func partialMessages(topic string, macKey []byte, start int64, pid int32, b []by
 // errPartialMessage: a partials topic message that is not one of ours.
 var errPartialMessage = errors.New("operator: not a partial-state message")
 
+// errPartialMAC: a complete partial whose MAC does not match this
+// deployment's (damaged, written under another key, or by another
+// deployment under the same key).
+var errPartialMAC = fmt.Errorf("%w: the MAC does not match (damaged, or not written by this deployment: another key, namespace, configuration, input topics or partials topic)", errPartialMessage)
+
+// errPartialV2: a partial of format version 2 (not bound to the
+// deployment) of a window that started at or after the deployment's
+// cutoff (assembler.v2Before), which only version 3 may carry.
+var errPartialV2 = fmt.Errorf("%w: format version 2 (dpp2, not bound to the deployment) for a window after the upgrade cutoff", errPartialMessage)
+
 // partialChunk is one decoded message of the partials topic.
 type partialChunk struct {
 	id       partialID
@@ -102,10 +187,14 @@ type partialChunk struct {
 // decodePartialChunk decodes one partials topic message.
 func decodePartialChunk(v []byte) (partialChunk, error) {
 	var c partialChunk
-	if !bytes.HasPrefix(v, partialMagic) {
+	switch {
+	case bytes.HasPrefix(v, partialMagic):
+	case bytes.HasPrefix(v, partialMagicV2):
+		c.id.v2 = true
+	default:
 		return c, errPartialMessage
 	}
-	r := bytes.NewReader(v[len(partialMagic):])
+	r := bytes.NewReader(v[len(partialMagic):]) // both magics are 4 bytes
 	start, err := binary.ReadVarint(r)
 	if err != nil {
 		return c, errPartialMessage
@@ -131,8 +220,24 @@ func decodePartialChunk(v []byte) (partialChunk, error) {
 // assembler collects partial chunks until a partial is complete, and
 // checks its MAC.
 type assembler struct {
-	macKey []byte
-	parts  map[partialID]*assembly
+	macKey []byte // format version 3: bound to the deployment
+	// macKeyV2 checks format version 2 partials, accepted only for windows
+	// that start before v2Before: the windows in flight when the
+	// deployment first ran a version that writes version 3 (recorded in
+	// the state topic, see stateRecord.PartialsBoundFrom). Stage 1 never
+	// rewrites a partial it committed behind, so those windows need the
+	// old partials; later ones are never written in version 2 by this
+	// deployment, so a version 2 partial of theirs is a replay.
+	macKeyV2 []byte
+	v2Before int64
+	// prevKey (nil: none) checks format version 3 partials written under
+	// the deployment's previous binding (a configuration change: another
+	// release digest, namespace or input topics), accepted for windows
+	// before prevBefore only: the windows in flight at the change, whose
+	// partials stage 1 will not write again.
+	prevKey    []byte
+	prevBefore int64
+	parts      map[partialID]*assembly
 }
 
 // assembly is one partial being collected, with the offset of its first
@@ -143,13 +248,18 @@ type assembly struct {
 	first  int64
 }
 
-func newAssembler(macKey []byte) *assembler {
-	return &assembler{macKey: macKey, parts: map[partialID]*assembly{}}
+// newAssembler returns an assembler that accepts format version 3 under
+// macKey, and version 2 under macKeyV2 for windows before v2Before.
+func newAssembler(macKey, macKeyV2 []byte, v2Before int64) *assembler {
+	return &assembler{macKey: macKey, macKeyV2: macKeyV2, v2Before: v2Before, parts: map[partialID]*assembly{}}
 }
 
 // add adds the chunk read at offset and returns the whole encoding when
 // the partial is complete (and its first offset), or nil.
 func (a *assembler) add(c partialChunk, offset int64) ([]byte, int64, error) {
+	if c.id.v2 && c.id.start >= a.v2Before {
+		return nil, 0, fmt.Errorf("%w: window %d, partition %d, cutoff %d", errPartialV2, c.id.start, c.id.pid, a.v2Before)
+	}
 	as := a.parts[c.id]
 	if as == nil {
 		as = &assembly{chunks: make([][]byte, c.n), first: offset}
@@ -167,11 +277,23 @@ func (a *assembler) add(c partialChunk, offset int64) ([]byte, int64, error) {
 	}
 	delete(a.parts, c.id)
 	b := bytes.Join(as.chunks, nil)
-	if want := partialMAC(a.macKey, c.id.start, c.id.pid, b); !hmac.Equal(want[:], c.id.sum[:]) {
-		return nil, 0, fmt.Errorf("%w: window %d, partition %d: the MAC does not match (damaged, or not written with this deployment's key)",
-			errPartialMessage, c.id.start, c.id.pid)
+	if !a.valid(c.id, b) {
+		return nil, 0, fmt.Errorf("%w: window %d, partition %d", errPartialMAC, c.id.start, c.id.pid)
 	}
 	return b, as.first, nil
+}
+
+// valid reports whether the MAC of the partial id with encoding b is one
+// this assembler accepts.
+func (a *assembler) valid(id partialID, b []byte) bool {
+	ok := func(key []byte) bool {
+		want := partialMAC(key, id.start, id.pid, b)
+		return hmac.Equal(want[:], id.sum[:])
+	}
+	if id.v2 {
+		return ok(a.macKeyV2)
+	}
+	return ok(a.macKey) || (a.prevKey != nil && id.start < a.prevBefore && ok(a.prevKey))
 }
 
 // drop forgets the incomplete partials of windows before next.

@@ -7,6 +7,7 @@ package operator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -217,4 +218,198 @@ func TestKafkaScaleOutMergerShare(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("the instances did not settle with the merger on 3 of 8 partitions; their stages:\n%s", strings.Join(last, "---\n"))
+}
+
+// TestKafkaScaleOutRejectsReplayedPartials: deployment B (same key,
+// another namespace and input topic, so another configuration) runs with
+// scale-out on its own data; its partials are then replayed into the
+// partials topic of deployment A before A starts, so they come first.
+// A rejects every one (counted as "mac", logged without data) and
+// publishes exactly what a single instance publishes on A's input. Before
+// the partials' MAC was bound to the deployment, B's partials passed A's
+// check and, "the first complete partial wins", replaced A's data.
+func TestKafkaScaleOutRejectsReplayedPartials(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	const nWindows = 2
+	inA, inB := uniqueName("dpstream-replay-in-a"), uniqueName("dpstream-replay-in-b")
+	createTopic(t, cl, inA, 1)
+	createTopic(t, cl, inB, 1)
+	produce(t, brokers, inB, genStream(41, nWindows, 30).messages(0, time.Second))
+	sA := genStream(42, nWindows, 30)
+	produce(t, brokers, inA, sA.messages(0, time.Second))
+	releases := nWindows * 3 * 4 // windows × public groups × aggregates
+
+	b := testConfig(brokers, inB, uniqueName("dpstream-replay-out-b"), uniqueName("dpstream-replay-b"))
+	b.Kafka.CreateTopics, b.Kafka.ScaleOut = true, true
+	b.Kafka.ReleaseNamespace = "staging"
+	opB, _ := newTestOperator(t, b)
+	runAllUntilOutput(t, []*Operator{opB}, cl, b.Kafka.OutputTopic, releases, 120*time.Second)
+	replayed := readAll(t, cl, b.Kafka.partialsTopic())
+	if len(replayed) < nWindows {
+		t.Fatalf("deployment B wrote %d partials messages, want ≥ %d", len(replayed), nWindows)
+	}
+
+	ref := testConfig(brokers, inA, uniqueName("dpstream-replay-ref"), uniqueName("dpstream-replay-ref"))
+	ref.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ref)
+	if err := runUntil(t, op, testBase+(nWindows-1)*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	_, refRaw := readReleases(t, cl, ref.Kafka.OutputTopic)
+
+	a := testConfig(brokers, inA, uniqueName("dpstream-replay-out-a"), uniqueName("dpstream-replay-a"))
+	a.Kafka.CreateTopics, a.Kafka.ScaleOut = true, true
+	createTopic(t, cl, a.Kafka.partialsTopic(), 1)
+	msgs := make([]kafka.Message, len(replayed))
+	for i, m := range replayed {
+		msgs[i] = kafka.Message{Key: m.Key, Value: m.Value}
+	}
+	produce(t, brokers, a.Kafka.partialsTopic(), msgs)
+	opA, _, logs := newLoggedTestOperator(t, a)
+	runAllUntilOutput(t, []*Operator{opA}, cl, a.Kafka.OutputTopic, len(refRaw), 120*time.Second)
+	_, raw := readReleases(t, cl, a.Kafka.OutputTopic)
+	if len(raw) != len(refRaw) {
+		t.Errorf("deployment A published %d releases, the reference %d", len(raw), len(refRaw))
+	}
+	for k, v := range refRaw {
+		if !bytes.Equal(raw[k], v) {
+			t.Errorf("release %q differs from the single instance's: B's replayed partial replaced A's data", k)
+		}
+	}
+	if n := counter(t, opA.reg, "dpstream_partials_rejected_total", "mac"); n != float64(len(replayed)) {
+		t.Errorf("dpstream_partials_rejected_total{reason=mac} = %v, want %d (every replayed partial)", n, len(replayed))
+	}
+	if !strings.Contains(logs.String(), "rejecting a partial state that this deployment did not write") {
+		t.Errorf("no log line for the rejected partials:\n%s", logs.String())
+	}
+}
+
+// TestKafkaScaleOutUpgradeReadsOldPartials: a deployment upgraded from the
+// version that wrote dpp2 partials (not bound to the deployment): its state
+// record has no partials cutoff, the partials of the windows in flight are
+// dpp2 and stage 1 will not write them again (its input offsets are
+// committed at the end: it writes empty partials of those windows after
+// them, which lose to the first complete partial). The upgraded merger
+// records the cutoff, accepts those dpp2 partials (windows before it) and
+// publishes exactly what a single instance publishes; nothing is rejected
+// and no window waits for ever (with a cutoff at the deployment's first
+// window, every window would).
+func TestKafkaScaleOutUpgradeReadsOldPartials(t *testing.T) {
+	runOnInFlightPartials(t, "upgrade", func(_ Config, m partialChunk) []kafka.Message {
+		return partialMessagesMagic(partialMagicV2, "", partialMACKeyV2(testKey()), m.id.start, m.id.pid, m.data)
+	}, func(c Config, digest string) map[string]any {
+		// The previous version's record: no partials cutoff, no identity.
+		return map[string]any{"v": 2, "closed_through": int64(noClosedWindow), "output_offsets": map[string]int64{}, "origin": testBase, "digest": digest}
+	})
+}
+
+// TestKafkaScaleOutConfigChangeReadsInFlightPartials: a scale-out
+// deployment restarted with another configuration (another ε: another
+// release digest) while windows are in flight: their partials were
+// written under the previous binding, and stage 1 will not write them
+// again. The merger accepts them (the state record names the previous
+// digest and identity) for the windows in flight, instead of rejecting
+// them and waiting for ever.
+func TestKafkaScaleOutConfigChangeReadsInFlightPartials(t *testing.T) {
+	runOnInFlightPartials(t, "config", func(c Config, m partialChunk) []kafka.Message {
+		c.Privacy.Epsilon *= 2
+		d, err := ReleaseDigest(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return partialMessages("", partialMACKey(testKey(), partialBindingOf(c.Kafka, d)), m.id.start, m.id.pid, m.data)
+	}, func(c Config, _ string) map[string]any {
+		c.Privacy.Epsilon *= 2
+		d, err := ReleaseDigest(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{"v": 2, "closed_through": int64(noClosedWindow), "output_offsets": map[string]int64{}, "origin": testBase,
+			"digest": d, "partials_bound_from": testBase, "deployment": op.deployment("")}
+	})
+}
+
+// runOnInFlightPartials runs a scale-out deployment whose partials topic
+// holds the partials of every window of a small stream as rewrite makes
+// them from this version's, whose state record is record's (given the
+// deployment's config and digest), and whose stage 1 has committed its
+// input to the end, and checks that it publishes exactly what a single
+// instance publishes, rejecting nothing.
+func runOnInFlightPartials(t *testing.T, name string, rewrite func(Config, partialChunk) []kafka.Message, record func(Config, string) map[string]any) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	const nWindows = 2
+	in := uniqueName("dpstream-" + name + "-in")
+	createTopic(t, cl, in, 1)
+	produce(t, brokers, in, genStream(43, nWindows, 30).messages(0, time.Second))
+	releases := nWindows * 3 * 4 // windows × public groups × aggregates
+
+	ref := testConfig(brokers, in, uniqueName("dpstream-"+name+"-ref"), uniqueName("dpstream-"+name+"-ref"))
+	ref.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ref)
+	if err := runUntil(t, op, testBase+(nWindows-1)*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
+		t.Fatalf("reference: %v", err)
+	}
+	_, refRaw := readReleases(t, cl, ref.Kafka.OutputTopic)
+
+	// This version's partials of the stream, rewritten.
+	first := testConfig(brokers, in, uniqueName("dpstream-"+name+"-first"), uniqueName("dpstream-"+name+"-first"))
+	first.Kafka.CreateTopics, first.Kafka.ScaleOut = true, true
+	op, _ = newTestOperator(t, first)
+	runAllUntilOutput(t, []*Operator{op}, cl, first.Kafka.OutputTopic, releases, 120*time.Second)
+
+	c := testConfig(brokers, in, uniqueName("dpstream-"+name+"-out"), uniqueName("dpstream-"+name))
+	c.Kafka.CreateTopics, c.Kafka.ScaleOut = true, true
+	var old []kafka.Message
+	for _, m := range readAll(t, cl, first.Kafka.partialsTopic()) {
+		ch, err := decodePartialChunk(m.Value)
+		if err != nil || ch.n != 1 {
+			t.Fatalf("partial message: %v (%d chunks)", err, ch.n)
+		}
+		old = append(old, rewrite(c, ch)...)
+	}
+	createTopic(t, cl, c.Kafka.partialsTopic(), 1)
+	produce(t, brokers, c.Kafka.partialsTopic(), old)
+	// Stage 1 committed its input behind the old partials: it does not
+	// write them again.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, end, err := cl.endOffsets(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commitOffset(t, cl, c.Kafka.GroupID, in, end[0])
+	digest, err := ReleaseDigest(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, cl, c.Kafka.stateTopic(), 1)
+	prev, err := json.Marshal(record(c, digest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, brokers, c.Kafka.stateTopic(), []kafka.Message{{Key: []byte(c.Kafka.GroupID), Value: prev}})
+
+	op, _ = newTestOperator(t, c)
+	runAllUntilOutput(t, []*Operator{op}, cl, c.Kafka.OutputTopic, len(refRaw), 120*time.Second)
+	_, raw := readReleases(t, cl, c.Kafka.OutputTopic)
+	for k, v := range refRaw {
+		if !bytes.Equal(raw[k], v) {
+			t.Errorf("release %q differs from the single instance's (the in-flight partials were not merged)", k)
+		}
+	}
+	for _, reason := range []string{"mac", "old_format", "damaged", "not_partial"} {
+		if n := counter(t, op.reg, "dpstream_partials_rejected_total", reason); n != 0 {
+			t.Errorf("dpstream_partials_rejected_total{reason=%s} = %v, want 0", reason, n)
+		}
+	}
+	last, err := lastState(ctx, cl, c.Kafka.stateTopic(), c.Kafka.GroupID, nil)
+	if err != nil || last == nil || last.PartialsBoundFrom < testBase || last.Deployment == nil || last.Digest != digest {
+		t.Errorf("state record after the run: %+v, %v; want a partials cutoff, the identity and this configuration's digest", last, err)
+	}
 }

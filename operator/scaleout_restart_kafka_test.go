@@ -137,20 +137,7 @@ func TestKafkaScaleOutFirstStartAfterStage1Commits(t *testing.T) {
 	c := testConfig(brokers, in, out, uniqueName("dpstream-scale-first"))
 	c.Kafka.CreateTopics = true
 	c.Kafka.ScaleOut = true
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := cl.client.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: c.Kafka.GroupID, GenerationID: -1,
-		Topics: map[string][]kafka.OffsetCommit{in: {{Partition: 0, Offset: 0}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				t.Fatal(p.Error)
-			}
-		}
-	}
+	commitOffset(t, cl, c.Kafka.GroupID, in, 0)
 	op, _ := newTestOperator(t, c)
 	runAllUntilOutput(t, []*Operator{op}, cl, out, nWindows*len(testRegions)*len(c.Windows.Aggregates), 60*time.Second)
 }

@@ -609,7 +609,10 @@ func (s *Sizing) LogAttrs() []SizingLine {
 				args = append(args, "scale", r.Scale)
 			}
 			if r.HalfWidth != nil {
-				args = append(args, "half_width", *r.HalfWidth, "level", r.Level)
+				// "confidence_level", not "level": slog's JSON handler
+				// writes its own "level" key, and a JSON object with two
+				// "level" keys loses one in many log pipelines.
+				args = append(args, "half_width", *r.HalfWidth, "confidence_level", r.Level)
 			} else {
 				args = append(args, "interval", "up to the whole range")
 			}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"os"
@@ -452,3 +453,67 @@ func TestProgressLine(t *testing.T) {
 }
 
 var _ = slices.Contains[[]string]
+
+// TestPlanLogLinesNoDuplicateKeys: every start-up `plan:` line in the JSON
+// log is a JSON object without a repeated key. The plan's confidence level
+// was logged as "level", beside slog's own "level" ("INFO"): an object
+// with two "level" keys, of which many log pipelines keep only one.
+func TestPlanLogLinesNoDuplicateKeys(t *testing.T) {
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	c.Observability.LogLevel = "info"
+	var buf bytes.Buffer
+	op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.NewJSONHandler(&buf, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op.logSizing()
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if !strings.Contains(l, `"plan: `) {
+			continue
+		}
+		n++
+		if err := noDuplicateKeys(json.NewDecoder(strings.NewReader(l))); err != nil {
+			t.Errorf("%v in log line %s", err, l)
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no plan: line in the log:\n%s", buf.String())
+	}
+}
+
+// noDuplicateKeys reads one JSON value from d and fails on an object
+// (at any depth) with a repeated key, which encoding/json accepts silently.
+func noDuplicateKeys(d *json.Decoder) error {
+	tok, err := d.Token()
+	if err != nil {
+		return err
+	}
+	switch tok {
+	case json.Delim('{'):
+		seen := map[string]bool{}
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return err
+			}
+			key := k.(string)
+			if seen[key] {
+				return fmt.Errorf("duplicate key %q", key)
+			}
+			seen[key] = true
+			if err := noDuplicateKeys(d); err != nil {
+				return err
+			}
+		}
+		_, err = d.Token() // '}'
+	case json.Delim('['):
+		for d.More() {
+			if err := noDuplicateKeys(d); err != nil {
+				return err
+			}
+		}
+		_, err = d.Token() // ']'
+	}
+	return err
+}

@@ -63,6 +63,14 @@ var ErrState = errors.New("operator: state")
 //     one configuration, whatever happened in between (a rebuilt window
 //     that differs, a changed configuration). The messages are noised
 //     releases, not input data.
+//   - PartialsBoundFrom: scale-out partials of format version 2 (not bound
+//     to the deployment) are accepted only for windows starting before it
+//     (see assembler.v2Before); fixed the first time a version that binds
+//     partials starts (0: not recorded yet).
+//   - Deployment: the identity of the deployment that wrote the record
+//     (deploymentRecord); a start whose identity differs is refused or
+//     warned about (Operator.checkDeployment). Records without it (written
+//     by earlier versions) are read as before.
 type stateRecord struct {
 	Version       int              `json:"v"`
 	ClosedThrough int64            `json:"closed_through"`
@@ -72,6 +80,23 @@ type stateRecord struct {
 	Ledger        *ledgerRecord    `json:"ledger,omitempty"`
 	Running       *runningRecord   `json:"running,omitempty"`
 	Pending       *intentRecord    `json:"pending,omitempty"`
+	// PartialsBoundFrom and Deployment are omitted when unset, so records
+	// of earlier versions and of this one differ only by these keys.
+	PartialsBoundFrom int64             `json:"partials_bound_from,omitempty"`
+	Deployment        *deploymentRecord `json:"deployment,omitempty"`
+}
+
+// deploymentRecord is what tells one deployment from another in the state
+// topic: the Kafka cluster, the output topic, the consumer group, the
+// release namespace, the input topics (sorted) and, with scale-out, the
+// partials topic.
+type deploymentRecord struct {
+	ClusterID     string   `json:"cluster_id,omitempty"` // empty: the broker did not say
+	OutputTopic   string   `json:"output_topic"`
+	GroupID       string   `json:"group_id"`
+	Namespace     string   `json:"namespace"`
+	InputTopics   []string `json:"input_topics"`
+	PartialsTopic string   `json:"partials_topic,omitempty"` // scale-out only
 }
 
 // intentRecord describes the release messages of a batch of windows that
@@ -124,6 +149,10 @@ type recovered struct {
 	// scanned and foreign count the output messages read and those that
 	// were not dpstream releases of this deployment.
 	scanned, foreign int
+	// boundFrom is the record's PartialsBoundFrom (0: none).
+	boundFrom int64
+	// deployment is the identity in the record (nil: none recorded).
+	deployment *deploymentRecord
 }
 
 // recoverState reads the state topic (the last record for group and its
@@ -145,6 +174,8 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 		rec.ledger = last.Ledger
 		rec.running = last.Running
 		rec.outputOffsets = last.OutputOffsets
+		rec.boundFrom = last.PartialsBoundFrom
+		rec.deployment = last.Deployment
 		for p, o := range last.OutputOffsets {
 			pi, err := strconv.Atoi(p)
 			if err != nil {

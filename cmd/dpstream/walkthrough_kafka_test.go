@@ -188,7 +188,7 @@ func checkStartupSummary(t *testing.T, logs string, plan *operator.Sizing) {
 				continue
 			}
 			n++
-			if l["mechanism"] != r.Mechanism || l["scale"] != r.Scale || l["half_width"] != *r.HalfWidth || l["level"] != r.Level {
+			if l["mechanism"] != r.Mechanism || l["scale"] != r.Scale || l["half_width"] != *r.HalfWidth || l["confidence_level"] != r.Level {
 				t.Errorf("%s.%s: start-up %v, plan %+v (half %g)", a.Aggregate, r.Series, l, r, *r.HalfWidth)
 			}
 		}
