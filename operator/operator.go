@@ -453,6 +453,7 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 				continue
 			}
 			m.Topic = k.OutputTopic
+			m.Time = intentReleaseTime(o.cfg, m.Value, in.Through)
 			todo = append(todo, m)
 		}
 		if len(todo) > 0 {
@@ -544,6 +545,18 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 	}
 	st.from = from
 	return nil
+}
+
+// intentReleaseTime is the Kafka timestamp of a release completed from a
+// publication intent: its window's scheduled publication time, as publish
+// set it (the intent stores key and value only). A value that does not
+// decode (never written by publish) gets the schedule of the intent's
+// last window, through.
+func intentReleaseTime(cfg Config, value []byte, through int64) time.Time {
+	if r, err := schema.DecodeRelease(value); err == nil {
+		return scheduledAt(cfg, r.WindowEnd)
+	}
+	return scheduledAt(cfg, through)
 }
 
 // runGeneration consumes one consumer group generation. It returns nil when
@@ -679,9 +692,8 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// published in order, and a window's events hold back commits until
 	// the publisher reports it final.
 	type job struct {
-		ws       []windows.Window
-		ps       []partialOut // split mode (stage 1): partial states instead
-		closedAt time.Time
+		ws []windows.Window
+		ps []partialOut // split mode (stage 1): partial states instead
 	}
 	type result struct {
 		starts []int64
@@ -704,7 +716,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				}
 				continue
 			}
-			err := o.publish(pctx, st, j.ws, j.closedAt)
+			err := o.publish(pctx, st, j.ws)
 			var starts []int64
 			if err == nil {
 				for _, w := range j.ws {
@@ -729,34 +741,41 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		}
 		return nil
 	}
-	pollClosed := func() {
+	// pollClosed closes the windows the watermark allows and hands those
+	// whose scheduled publication time has come (core.due) to the
+	// publisher; the others wait in the core, so that a window the data
+	// closed early is published no earlier than one the clock closes. It
+	// reports whether it closed any window.
+	pollClosed := func() bool {
 		if pending >= cap(jobs) {
-			return // the publisher is behind (broker down): back-pressure
+			return false // the publisher is behind (broker down): back-pressure
 		}
 		if c.split {
+			// Stage 1: partials go to the partials topic as soon as they
+			// close; stage 2 holds the publication (merge.go).
 			if ps := c.pollPartials(); len(ps) > 0 {
-				jobs <- job{ps: ps, closedAt: o.now()}
+				jobs <- job{ps: ps}
 				pending++
+				return true
 			}
-			return
+			return false
 		}
-		ws := c.poll()
+		closed := c.collect()
+		ws := c.due(o.now().UnixMilli())
 		if len(ws) == 0 {
-			return
+			return closed
 		}
 		o.observeClosed(ws)
-		jobs <- job{ws: ws, closedAt: o.now()}
+		jobs <- job{ws: ws}
 		pending++
+		return true
 	}
 	// makeRoom closes the windows the watermark allows, when an event hit
 	// windows.max_open_windows: the windows package only closes windows on
 	// Poll, so between ticks a fast catch-up could otherwise reach the cap
-	// with windows that are already closable. It reports whether it polled.
-	makeRoom := func() bool {
-		before := pending
-		pollClosed()
-		return pending > before
-	}
+	// with windows that are already closable. It reports whether it closed
+	// any.
+	makeRoom := pollClosed
 	// finish waits for every pending publication (until c2 ends).
 	finish := func(c2 context.Context) error {
 		close(jobs)
@@ -823,7 +842,10 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			o.log.Info("generation ended", "generation", gen.ID)
 			return nil
 		case <-ctx.Done():
-			// Drain: stop fetching, publish what has closed, commit.
+			// Drain: stop fetching, publish what has closed and is due,
+			// commit. A window not due yet is not published early: its
+			// events hold back the commit, and the next run publishes it
+			// on schedule.
 			stopFetch()
 			o.health.set(false, "draining")
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -916,7 +938,12 @@ func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom fun
 // and the ledger after them, in the state topic), the releases (output
 // topic), the state record saying they are final. A crash after the first
 // step is completed by the next start from the intent (see resume).
-func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, closedAt time.Time) error {
+//
+// Each release record carries the window's scheduled publication time
+// (scheduledAt) as its Kafka timestamp, set here rather than left to the
+// producer's clock, so that it is the same in every run and whatever
+// arrived; the publication latency is measured from that time too.
+func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window) error {
 	k := o.cfg.Kafka
 	type done struct {
 		w     *windows.Window
@@ -945,7 +972,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		}
 		l = o.plan.advance(l, w.Start, w.End)
 		for _, r := range out {
-			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value})
+			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value, Time: scheduledAt(o.cfg, w.End)})
 		}
 		all = append(all, done{w, out, dup, wh, l.Spent})
 	}
@@ -1011,8 +1038,9 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 			delete(st.rec.published, key)
 		}
 	}
-	lat := o.now().Sub(closedAt)
+	now := o.now()
 	for _, d := range all {
+		lat := now.Sub(scheduledAt(o.cfg, d.w.End))
 		o.observePublished(d.w, d.out, d.dup, d.wh, lat, d.spent) // metrics, log, run-time warnings (metrics.go)
 		if o.hook != nil {
 			rels := make([]schema.Release, len(d.out))
