@@ -326,8 +326,9 @@ func (c *core) caughtUp(id int32, at time.Time) {
 // as the windows package requires. So a partition without new data stops
 // holding windows open idle_timeout after the operator's clock passed
 // them, and an event that arrives later is judged by its own arrival.
-// The Kafka loop calls it on every tick after polling, so that the windows
-// the data closed are published before those the clock closes.
+// The Kafka loop calls it on every tick before polling (release), so that
+// a window the clock closes is released at the same tick as it would be
+// had the data closed it earlier: both wait for their schedule.
 func (c *core) applyCaughtUp() {
 	for id, at := range c.caught {
 		if agg := c.aggOf(id); agg != nil {
@@ -372,6 +373,15 @@ func (c *core) collect() bool {
 	ws := c.agg.Poll(0)
 	c.held = append(c.held, ws...)
 	return len(ws) > 0
+}
+
+// release closes the windows the watermark allows (collect) and returns
+// those due by now (Unix ms, the operator's clock), in order; closed
+// reports whether any window closed. It is the Kafka loop's one step
+// between the windows and the publisher (single instance).
+func (c *core) release(now int64) (ws []windows.Window, closed bool) {
+	closed = c.collect()
+	return c.due(now), closed
 }
 
 // due returns, in order, the held windows whose scheduled publication

@@ -760,8 +760,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			}
 			return false
 		}
-		closed := c.collect()
-		ws := c.due(o.now().UnixMilli())
+		ws, closed := c.release(o.now().UnixMilli())
 		if len(ws) == 0 {
 			return closed
 		}
@@ -817,10 +816,12 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				return fail(err)
 			}
 		case <-tick.C:
-			pollClosed()
-			// Then the partitions read to their end move with the clock:
-			// the windows that closes are published at the next tick.
+			// The partitions read to their end move with the clock first,
+			// so that a window the clock closes is released at the same
+			// tick as one the data closed early (both wait for their
+			// schedule, core.due).
 			c.applyCaughtUp()
+			pollClosed()
 			o.m.tick(c)
 			o.progress(c) // the periodic progress line (metrics.go)
 			if o.now().Sub(lastCommit) >= k.CommitInterval {
