@@ -131,8 +131,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	o.health.stage("merge", "merging (this instance publishes)")
 	defer func() {
 		o.m.merging.Set(0)
-		o.m.mergeWaiting.Set(0)
-		o.m.mergeMissing.Set(0)
+		o.m.mergeGauges(0, 0)
 	}()
 
 	// The reader: the partials topic from the committed offset.
@@ -172,16 +171,18 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 
 	asm := newAssembler(partialMACKey(o.key))
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
-	// gauges shows what publication waits for (metrics.go).
+	// gauges shows what publication waits for (metrics.go; sensitive).
 	gauges := func() {
-		o.m.mergeWaiting.Set(float64(len(pending)))
+		if !o.m.sensitive() {
+			return
+		}
 		missing := 0
 		for id := range expected {
 			if _, ok := pending[next][id]; !ok {
 				missing++
 			}
 		}
-		o.m.mergeMissing.Set(float64(missing))
+		o.m.mergeGauges(len(pending), missing)
 	}
 	gauges()
 	firstOff := map[int64]int64{} // window start → offset of its oldest chunk
@@ -224,7 +225,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			if err != nil {
 				return true, fmt.Errorf("operator: merging window %s: %w", tsString(next), err)
 			}
-			if err := o.publish(mctx, st, []windows.Window{win}); err != nil {
+			if err := o.publish(mctx, st, []windows.Window{win}, o.now()); err != nil {
 				if errors.Is(err, errCrash) || mctx.Err() == nil {
 					return true, err
 				}

@@ -56,7 +56,7 @@ type Published struct {
 	Releases []schema.Release // written now, in write order
 	Skipped  int              // releases not written: their keys were already published
 	Withheld int              // groups withheld by private group selection
-	Latency  time.Duration    // from close to acknowledgement
+	Latency  time.Duration    // from the window's release (at or after its scheduled publication time) to acknowledgement
 }
 
 // errCrash is returned by Run when a test's crash hook fired.
@@ -692,8 +692,9 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// published in order, and a window's events hold back commits until
 	// the publisher reports it final.
 	type job struct {
-		ws []windows.Window
-		ps []partialOut // split mode (stage 1): partial states instead
+		ws         []windows.Window
+		ps         []partialOut // split mode (stage 1): partial states instead
+		releasedAt time.Time    // when ws were handed over (operator's clock)
 	}
 	type result struct {
 		starts []int64
@@ -716,7 +717,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				}
 				continue
 			}
-			err := o.publish(pctx, st, j.ws)
+			err := o.publish(pctx, st, j.ws, j.releasedAt)
 			var starts []int64
 			if err == nil {
 				for _, w := range j.ws {
@@ -765,7 +766,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			return closed
 		}
 		o.observeClosed(ws)
-		jobs <- job{ws: ws}
+		jobs <- job{ws: ws, releasedAt: o.now()}
 		pending++
 		return true
 	}
@@ -943,8 +944,9 @@ func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom fun
 // Each release record carries the window's scheduled publication time
 // (scheduledAt) as its Kafka timestamp, set here rather than left to the
 // producer's clock, so that it is the same in every run and whatever
-// arrived; the publication latency is measured from that time too.
-func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window) error {
+// arrived. The publication latency is measured from releasedAt, when the
+// windows were handed over: their scheduled time or later (catching up).
+func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, releasedAt time.Time) error {
 	k := o.cfg.Kafka
 	type done struct {
 		w     *windows.Window
@@ -1039,9 +1041,8 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 			delete(st.rec.published, key)
 		}
 	}
-	now := o.now()
+	lat := o.now().Sub(releasedAt)
 	for _, d := range all {
-		lat := now.Sub(scheduledAt(o.cfg, d.w.End))
 		o.observePublished(d.w, d.out, d.dup, d.wh, lat, d.spent) // metrics, log, run-time warnings (metrics.go)
 		if o.hook != nil {
 			rels := make([]schema.Release, len(d.out))
@@ -1075,7 +1076,7 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 	if err := o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) }); err != nil {
 		return err
 	}
-	o.m.partialsOut.Add(float64(len(ps)))
+	o.m.partialsWritten(len(ps))
 	return nil
 }
 

@@ -127,6 +127,7 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 	c := testConfig(brokers, in, out, uniqueName("dpstream-scale"))
 	c.Kafka.CreateTopics = true
 	c.Kafka.ScaleOut = true
+	c.Observability.SensitiveMetrics = true // dpstream_partials_written_total
 	var ops []*Operator
 	for range 3 {
 		op, _ := newTestOperator(t, c)
@@ -165,6 +166,7 @@ func TestKafkaScaleOutMergerShare(t *testing.T) {
 	c := testConfig(brokers, in, uniqueName("dpstream-share-out"), uniqueName("dpstream-share"))
 	c.Kafka.CreateTopics = true
 	c.Kafka.ScaleOut = true
+	c.Observability.SensitiveMetrics = true // the merge gauges
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
