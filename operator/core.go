@@ -326,9 +326,10 @@ func (c *core) caughtUp(id int32, at time.Time) {
 // as the windows package requires. So a partition without new data stops
 // holding windows open idle_timeout after the operator's clock passed
 // them, and an event that arrives later is judged by its own arrival.
-// The Kafka loop calls it on every tick before polling (release), so that
-// a window the clock closes is released at the same tick as it would be
-// had the data closed it earlier: both wait for their schedule.
+// The Kafka loop calls it on every tick after releasing (release, which
+// releases only windows scheduled a tick ago or earlier), so that a
+// window the clock closes goes out at the same tick as one the data
+// closed early.
 func (c *core) applyCaughtUp() {
 	for id, at := range c.caught {
 		if agg := c.aggOf(id); agg != nil {
@@ -376,9 +377,10 @@ func (c *core) collect() bool {
 }
 
 // release closes the windows the watermark allows (collect) and returns
-// those due by now (Unix ms, the operator's clock), in order; closed
-// reports whether any window closed. It is the Kafka loop's one step
-// between the windows and the publisher (single instance).
+// those due by now (Unix ms: the Kafka loop passes its clock minus one
+// tick interval), in order; closed reports whether any window closed. It
+// is the Kafka loop's one step between the windows and the publisher
+// (single instance).
 func (c *core) release(now int64) (ws []windows.Window, closed bool) {
 	closed = c.collect()
 	return c.due(now), closed

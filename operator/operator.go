@@ -743,10 +743,13 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		return nil
 	}
 	// pollClosed closes the windows the watermark allows and hands those
-	// whose scheduled publication time has come (core.due) to the
-	// publisher; the others wait in the core, so that a window the data
-	// closed early is published no earlier than one the clock closes. It
-	// reports whether it closed any window.
+	// whose scheduled publication time had come a tick ago (core.release)
+	// to the publisher; the others wait in the core, so that a window the
+	// data closed early is published no earlier than one the clock
+	// closes. The tick of margin: a window the clock closes (applyCaughtUp,
+	// after this on the first tick at or after its schedule) is released
+	// at the next tick, and so is one the data closed. It reports whether
+	// it closed any window.
 	pollClosed := func() bool {
 		if pending >= cap(jobs) {
 			return false // the publisher is behind (broker down): back-pressure
@@ -761,7 +764,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			}
 			return false
 		}
-		ws, closed := c.release(o.now().UnixMilli())
+		ws, closed := c.release(o.now().Add(-tickInterval(o.cfg)).UnixMilli())
 		if len(ws) == 0 {
 			return closed
 		}
@@ -817,12 +820,10 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				return fail(err)
 			}
 		case <-tick.C:
-			// The partitions read to their end move with the clock first,
-			// so that a window the clock closes is released at the same
-			// tick as one the data closed early (both wait for their
-			// schedule, core.due).
-			c.applyCaughtUp()
 			pollClosed()
+			// Then the partitions read to their end move with the clock:
+			// the windows that closes are released at the next tick.
+			c.applyCaughtUp()
 			o.m.tick(c)
 			o.progress(c) // the periodic progress line (metrics.go)
 			if o.now().Sub(lastCommit) >= k.CommitInterval {
