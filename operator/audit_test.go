@@ -237,11 +237,9 @@ type auditRun struct {
 	stats   windows.Stats
 }
 
-// runWindows feeds msgs (one partition) through a core releasing from
-// windows.start, polling after every message as the Kafka loop does on its
-// ticks, and returns the closed windows (as runCore does, without the
-// releases: the audit releases each window many times).
-func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) auditRun {
+// auditCore returns a core releasing from windows.start with the one
+// partition "in"/0 assigned.
+func auditCore(t *testing.T, c Config, o *Operator) *core {
 	t.Helper()
 	from, ok := c.Windows.startMillis()
 	if !ok {
@@ -254,6 +252,16 @@ func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) audit
 	if err := co.assign([]tp{{"in", 0}}); err != nil {
 		t.Fatal(err)
 	}
+	return co
+}
+
+// runWindows feeds msgs (one partition) through a core releasing from
+// windows.start, polling after every message as the Kafka loop does on its
+// ticks, and returns the closed windows (as runCore does, without the
+// releases: the audit releases each window many times).
+func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) auditRun {
+	t.Helper()
+	co := auditCore(t, c, o)
 	var ws []windows.Window
 	for i := range msgs {
 		m := msgs[i]
@@ -642,17 +650,7 @@ func TestStreamingAuditCatchesHalfScale(t *testing.T) {
 // at which the window was handed to the publisher.
 func releaseMoments(t *testing.T, c Config, o *Operator, msgs []kafka.Message, until int64) map[int64]int64 {
 	t.Helper()
-	from, ok := c.Windows.startMillis()
-	if !ok {
-		t.Fatal("the audit needs windows.start")
-	}
-	co, err := newCore(c, o.plan, o.key, from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := co.assign([]tp{{"in", 0}}); err != nil {
-		t.Fatal(err)
-	}
+	co := auditCore(t, c, o)
 	step := tickInterval(c).Milliseconds()
 	out := map[int64]int64{}
 	i := 0
