@@ -66,6 +66,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -236,11 +237,9 @@ type auditRun struct {
 	stats   windows.Stats
 }
 
-// runWindows feeds msgs (one partition) through a core releasing from
-// windows.start, polling after every message as the Kafka loop does on its
-// ticks, and returns the closed windows (as runCore does, without the
-// releases: the audit releases each window many times).
-func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) auditRun {
+// auditCore returns a core releasing from windows.start with the one
+// partition "in"/0 assigned.
+func auditCore(t *testing.T, c Config, o *Operator) *core {
 	t.Helper()
 	from, ok := c.Windows.startMillis()
 	if !ok {
@@ -253,6 +252,16 @@ func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) audit
 	if err := co.assign([]tp{{"in", 0}}); err != nil {
 		t.Fatal(err)
 	}
+	return co
+}
+
+// runWindows feeds msgs (one partition) through a core releasing from
+// windows.start, polling after every message as the Kafka loop does on its
+// ticks, and returns the closed windows (as runCore does, without the
+// releases: the audit releases each window many times).
+func runWindows(t *testing.T, c Config, o *Operator, msgs []kafka.Message) auditRun {
+	t.Helper()
+	co := auditCore(t, c, o)
 	var ws []windows.Window
 	for i := range msgs {
 		m := msgs[i]
@@ -628,5 +637,90 @@ func TestStreamingAuditCatchesHalfScale(t *testing.T) {
 	t.Logf("half scale: true %d → %d; ε̂ = %.4f (claim ε = %g, true loss %g; event %s)", v0, v1, eps, claim, 2*claim, where)
 	if eps <= claim {
 		t.Errorf("the audit does not detect half the calibrated scale: ε̂ = %.4f ≤ ε = %g", eps, claim)
+	}
+}
+
+// releaseMoments simulates the live Kafka loop on the one partition of
+// msgs, which the operator reads as its records arrive (arrival order):
+// the operator's clock ticks every tickInterval from testBase to until
+// (Unix ms); a record is read at its arrival time; at every tick the
+// fetcher has just read the partition to its end (a caught-up marker
+// issued at the tick), and the loop's tick runs: core.release with the
+// clock minus one tick, then applyCaughtUp. It returns, per window start, the clock time (Unix ms)
+// at which the window was handed to the publisher.
+func releaseMoments(t *testing.T, c Config, o *Operator, msgs []kafka.Message, until int64) map[int64]int64 {
+	t.Helper()
+	co := auditCore(t, c, o)
+	step := tickInterval(c).Milliseconds()
+	out := map[int64]int64{}
+	i := 0
+	for now := testBase; now <= until; now += step {
+		for ; i < len(msgs) && msgs[i].Time.UnixMilli() <= now; i++ {
+			m := msgs[i]
+			m.Topic, m.Partition, m.Offset = "in", 0, int64(i)
+			if res, r, _ := co.handle(&m); res == outSkipped {
+				t.Fatalf("message %d skipped as %s", i, r)
+			}
+		}
+		co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0}, caughtUp: time.UnixMilli(now)})
+		ws, _ := co.release(now - step)
+		for _, w := range ws {
+			out[w.Start] = now
+		}
+		co.applyCaughtUp()
+	}
+	return out
+}
+
+// TestStreamingAuditReleaseTiming is the audit's timing scenario (issue 18
+// §1): D is the base stream with nothing after its last window (a sparse
+// partition: the operator closes the last window when the clock passes
+// it, idle_timeout after its end + allowed_lateness); D' adds one event
+// of the extra unit arriving 1 ms after that window's end + allowed
+// lateness, which closes it on arrival. The moment (by the operator's
+// clock) at which every window, the neighbour's own included, is handed
+// to the publisher must be the same under D and D', and never before its
+// schedule (end + allowed_lateness + idle_timeout). On the code before
+// the change (where the loop's tick handed over whatever the watermark
+// closed: core.poll) the last window went out under D' about idle_timeout
+// earlier than under D. Deterministic (no noise, simulated clock).
+func TestStreamingAuditReleaseTiming(t *testing.T) {
+	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
+	c := streamAuditConfig(AggCount)
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var items []auditItem
+	for _, e := range base.events {
+		items = append(items, auditItem{e, e.time + testArrivalDelay})
+	}
+	size, lateness := testSize.Milliseconds(), c.Windows.AllowedLateness.Milliseconds()
+	lastEnd := testBase + int64(streamAuditWindows)*size
+	at := lastEnd + lateness + 1
+	neighbour := auditItem{testEvent{streamAuditUnit, "north", "a", 1, at}, at}
+	delay, step := publicationDelay(c), tickInterval(c).Milliseconds()
+	until := lastEnd + size + delay + 2*step // the neighbour's window too
+	d := releaseMoments(t, c, o, auditMessages(items), until)
+	d1 := releaseMoments(t, c, o, auditMessages(append(slices.Clone(items), neighbour)), until)
+	if want := streamAuditWindows + 1; len(d) != want {
+		t.Fatalf("D released %d windows by the end of the simulation, want %d", len(d), want)
+	}
+	for _, s := range slices.Sorted(maps.Keys(d)) {
+		sched := s + size + delay
+		if d[s] < sched+step {
+			t.Errorf("window %d released at %+d ms of its schedule under D (the loop releases a tick after it)", auditWindowIndex(s), d[s]-sched)
+		}
+		if m1, ok := d1[s]; !ok {
+			t.Errorf("window %d released under D only", auditWindowIndex(s))
+		} else if m1 != d[s] {
+			t.Errorf("window %d released at %+d ms of its schedule under D, %+d ms under D' (the neighbour shows in the timing)",
+				auditWindowIndex(s), d[s]-sched, m1-sched)
+		}
+	}
+	for s := range d1 {
+		if _, ok := d[s]; !ok {
+			t.Errorf("window %d released under D' only", auditWindowIndex(s))
+		}
 	}
 }

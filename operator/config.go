@@ -153,8 +153,12 @@ type WindowsConfig struct {
 	// record is appended later, so its broker timestamp is at least that,
 	// if the broker's clock is less than IdleTimeout behind). A window
 	// closes at the latest IdleTimeout after its end + allowed_lateness by
-	// the operator's clock. Larger is safer against clock skew, smaller
-	// publishes sooner.
+	// the operator's clock, and a live window is published then and never
+	// earlier, even when a record closed it sooner (end +
+	// allowed_lateness + IdleTimeout is its scheduled publication time and
+	// its releases' record timestamp: when a window is published must not
+	// show whether a record arrived after it). Larger is safer against
+	// clock skew, smaller publishes sooner.
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// Aggregates are released per window and group: any of "count",
 	// "histogram", "sum", "mean".

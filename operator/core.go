@@ -83,6 +83,11 @@ type core struct {
 	seed  [32]byte
 	from  int64
 	idle  int64 // windows.idle_timeout in ms
+	delay int64 // publicationDelay in ms
+
+	// held are the windows the watermark closed whose scheduled
+	// publication time (see due) has not come yet, in start order.
+	held []windows.Window
 
 	// holds[start][partition] is the smallest offset of an event accepted
 	// into the window starting at start, for windows not yet final.
@@ -117,6 +122,7 @@ func newCore(cfg Config, pl *plan, key rng.Key, from int64) (*core, error) {
 		seed:   seedFromKey(key),
 		from:   from,
 		idle:   cfg.Windows.IdleTimeout.Milliseconds(),
+		delay:  publicationDelay(cfg),
 		holds:  map[int64]map[int32]int64{},
 		next:   map[int32]int64{},
 		hwm:    map[int32]int64{},
@@ -320,8 +326,10 @@ func (c *core) caughtUp(id int32, at time.Time) {
 // as the windows package requires. So a partition without new data stops
 // holding windows open idle_timeout after the operator's clock passed
 // them, and an event that arrives later is judged by its own arrival.
-// The Kafka loop calls it on every tick after polling, so that the windows
-// the data closed are published before those the clock closes.
+// The Kafka loop calls it on every tick after releasing (release, which
+// releases only windows scheduled a tick ago or earlier), so that a
+// window the clock closes goes out at the same tick as one the data
+// closed early.
 func (c *core) applyCaughtUp() {
 	for id, at := range c.caught {
 		if agg := c.aggOf(id); agg != nil {
@@ -334,6 +342,64 @@ func (c *core) applyCaughtUp() {
 // poll returns the windows that closed.
 func (c *core) poll() []windows.Window {
 	return c.agg.Poll(0)
+}
+
+// publicationDelay is how long after its end (Unix ms) a live window is
+// published: windows.allowed_lateness + windows.idle_timeout, the moment
+// a partition without new data lets the window close (applyCaughtUp). A
+// window that the data closed earlier (a record arriving after end +
+// allowed_lateness) waits until then, so that when a window is published
+// depends on the clock and the configuration only, never on whether a
+// record arrived (DESIGN.md §1, §5; issue 18).
+func publicationDelay(cfg Config) int64 {
+	return cfg.Windows.AllowedLateness.Milliseconds() + cfg.Windows.IdleTimeout.Milliseconds()
+}
+
+// scheduledAt is the scheduled publication time of the window ending at
+// end (Unix ms): end + publicationDelay. Release records carry it as
+// their Kafka timestamp.
+func scheduledAt(cfg Config, end int64) time.Time {
+	return time.UnixMilli(end + publicationDelay(cfg))
+}
+
+// collect moves the windows that closed into c.held and reports whether
+// any did. It takes at most windows.DefaultPollLimit at a time and none
+// while that many are held (a watermark far ahead of the clock, from
+// record timestamps in the future, must not fill memory with empty
+// windows that are not due for a long time).
+func (c *core) collect() bool {
+	if len(c.held) >= windows.DefaultPollLimit {
+		return false
+	}
+	ws := c.agg.Poll(0)
+	c.held = append(c.held, ws...)
+	return len(ws) > 0
+}
+
+// release closes the windows the watermark allows (collect) and returns
+// those due by now (Unix ms: the Kafka loop passes its clock minus one
+// tick interval), in order; closed reports whether any window closed. It
+// is the Kafka loop's one step between the windows and the publisher
+// (single instance).
+func (c *core) release(now int64) (ws []windows.Window, closed bool) {
+	closed = c.collect()
+	return c.due(now), closed
+}
+
+// due returns, in order, the held windows whose scheduled publication
+// time (end + publicationDelay) is at or before now (Unix ms, the
+// operator's clock), and keeps the others. Call collect first.
+func (c *core) due(now int64) []windows.Window {
+	n := 0
+	for n < len(c.held) && c.held[n].End+c.delay <= now {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	out := slices.Clone(c.held[:n])
+	c.held = slices.Delete(c.held, 0, n)
+	return out
 }
 
 // final marks the windows starting at the given starts as final: their

@@ -132,8 +132,7 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	o.health.stage("merge", "merging (this instance publishes)")
 	defer func() {
 		o.m.merging.Set(0)
-		o.m.mergeWaiting.Set(0)
-		o.m.mergeMissing.Set(0)
+		o.m.mergeGauges(0, 0)
 	}()
 
 	// The reader: the partials topic from the committed offset.
@@ -183,16 +182,18 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			"cutoff", tsString(asm.prevBefore))
 	}
 	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
-	// gauges shows what publication waits for (metrics.go).
+	// gauges shows what publication waits for (metrics.go; sensitive).
 	gauges := func() {
-		o.m.mergeWaiting.Set(float64(len(pending)))
+		if !o.m.sensitive() {
+			return
+		}
 		missing := 0
 		for id := range expected {
 			if _, ok := pending[next][id]; !ok {
 				missing++
 			}
 		}
-		o.m.mergeMissing.Set(float64(missing))
+		o.m.mergeGauges(len(pending), missing)
 	}
 	gauges()
 	firstOff := map[int64]int64{} // window start → offset of its oldest chunk
@@ -219,8 +220,41 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		}
 		committed = off
 	}
+	// publishReady publishes every window, in order, whose partials are
+	// all here and whose scheduled publication time (scheduledAt) has
+	// come by the operator's clock: stage 1 writes a window's partials as
+	// soon as its data closes it, so without the hold a record arriving
+	// after a window's end would show in when the window is published
+	// (issue 18). It reports whether the generation must end, and why.
+	publishReady := func() (stop bool, err error) {
+		for complete(pending[next], expected) && !o.now().Before(scheduledAt(o.cfg, next+size)) {
+			parts := make([]windows.Partial, 0, len(expected))
+			for _, pid := range slices.Sorted(maps.Keys(pending[next])) {
+				parts = append(parts, pending[next][pid])
+			}
+			win, err := windows.MergePartials(wcfg, seed, parts)
+			if err != nil {
+				return true, fmt.Errorf("operator: merging window %s: %w", tsString(next), err)
+			}
+			if err := o.publish(mctx, st, []windows.Window{win}, o.now()); err != nil {
+				if errors.Is(err, errCrash) || mctx.Err() == nil {
+					return true, err
+				}
+				return true, nil
+			}
+			delete(pending, next)
+			delete(firstOff, next)
+			next += size
+			asm.drop(next)
+		}
+		gauges()
+		return false, nil
+	}
 	tick := time.NewTicker(k.CommitInterval)
 	defer tick.Stop()
+	// hold re-checks the windows that wait for their scheduled time.
+	hold := time.NewTicker(tickInterval(o.cfg))
+	defer hold.Stop()
 	for {
 		select {
 		case mm, ok := <-in:
@@ -306,28 +340,13 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 			if f, ok := firstOff[c.id.start]; !ok || first < f {
 				firstOff[c.id.start] = first
 			}
-			// Publish every window, in order, whose partials are all here.
-			for complete(pending[next], expected) {
-				parts := make([]windows.Partial, 0, len(expected))
-				for _, pid := range slices.Sorted(maps.Keys(pending[next])) {
-					parts = append(parts, pending[next][pid])
-				}
-				win, err := windows.MergePartials(wcfg, seed, parts)
-				if err != nil {
-					return fmt.Errorf("operator: merging window %s: %w", tsString(next), err)
-				}
-				if err := o.publish(mctx, st, []windows.Window{win}, o.now()); err != nil {
-					if errors.Is(err, errCrash) || mctx.Err() == nil {
-						return err
-					}
-					return nil
-				}
-				delete(pending, next)
-				delete(firstOff, next)
-				next += size
-				asm.drop(next)
+			if stop, err := publishReady(); stop {
+				return err
 			}
-			gauges()
+		case <-hold.C:
+			if stop, err := publishReady(); stop {
+				return err
+			}
 		case <-tick.C:
 			commit()
 		case <-mctx.Done():

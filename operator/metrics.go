@@ -29,7 +29,10 @@ import (
 //     event time, empty ones included, so their number is the span of
 //     event time already released, which the state topic records), and
 //     releases written or found already published with the publication
-//     latency (a post-processing of the private output). They are always
+//     latency (a post-processing of the private output). When they move
+//     follows the clock, not the data: a window is closed, counted and
+//     published at its scheduled time (core.due) or later, and the
+//     latency is measured from then (issue 18). They are always
 //     registered. One residue: dead letters are written only when there
 //     is bad input, so broker_errors_total{op="dead_letter"} can move only
 //     then (a broker failure is needed too).
@@ -38,7 +41,10 @@ import (
 //     withheld by private selection, windows holding events, the consumer
 //     lag (exact message counts) and offset commits (a commit is made only
 //     when the committable offset moved, so in a quiet period one unit's
-//     bad or late message adds one). One unit changes them by an
+//     bad or late message adds one); and with scale-out, the partials
+//     written and what stage 2 waits for, which move when stage 1 closes
+//     a window, and a record arriving after a window's end closes it
+//     early (issue 18). One unit changes them by an
 //     exact amount — a lone unit's group shows up in the number of groups
 //     withheld, which defeats private group selection — so they are
 //     registered only when observability.sensitive_metrics is on, and
@@ -61,18 +67,14 @@ type metrics struct {
 	rebalances     prometheus.Counter
 	ready          prometheus.Gauge
 
-	// The scale-out topology's stages (operational: assignments, and the
-	// partials of (window, partition) pairs, which stage 1 writes whether
-	// or not the partition had events).
-	assigned    prometheus.Gauge
-	merging     prometheus.Gauge
-	partialsOut prometheus.Counter
+	// The scale-out topology's stages (operational: assignments and which
+	// instance merges).
+	assigned prometheus.Gauge
+	merging  prometheus.Gauge
 	// partialsRejected counts the partials topic messages stage 2
 	// rejected, by reason: not_partial, damaged, mac (not this
 	// deployment's), old_format (dpp2 after the upgrade cutoff).
 	partialsRejected *prometheus.CounterVec
-	mergeWaiting     prometheus.Gauge
-	mergeMissing     prometheus.Gauge
 
 	// s holds the sensitive metrics; nil unless
 	// observability.sensitive_metrics is on.
@@ -98,6 +100,13 @@ type sensitiveMetrics struct {
 	groupsWithheld prometheus.Counter
 	lag            *prometheus.GaugeVec
 	commits        prometheus.Counter
+	// Scale-out: stage 1 writes a window's partial as soon as the
+	// partition's data closes it (stage 2 holds the publication to its
+	// schedule), so these move when a record arrives after a window's
+	// end, not only on the clock (issue 18).
+	partialsOut  prometheus.Counter
+	mergeWaiting prometheus.Gauge
+	mergeMissing prometheus.Gauge
 	// skip counters per schema.Reason and input counters per topic,
 	// resolved once (hot path).
 	skipByReason [schema.NumReasons]prometheus.Counter
@@ -114,7 +123,7 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 	const ns = "dpstream"
 	m := &metrics{
 		windowsClosed: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "windows_closed_total",
-			Help: "Windows closed (windows are emitted contiguously in event time, empty ones included)."}),
+			Help: "Windows closed and handed to the publisher, each at its scheduled publication time (end + allowed_lateness + idle_timeout) or later (windows are emitted contiguously in event time, empty ones included)."}),
 		windowsPub: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "windows_published_total",
 			Help: "Windows whose releases were all acknowledged by the brokers."}),
 		releasesPub: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "releases_published_total",
@@ -122,7 +131,7 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 		releasesDup: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "releases_already_published_total",
 			Help: "Release messages not written because their key was already published (replay after a restart)."}),
 		publishLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "publish_latency_seconds",
-			Help:    "From a window's close to the acknowledgement of all its releases.",
+			Help:    "From a window's release to the publisher (at its scheduled publication time end + allowed_lateness + idle_timeout, or later when catching up) to the acknowledgement of all its releases.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		noiseScale: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "noise_scale",
 			Help: "Noise scale of the last window, per aggregate, series and mechanism."}, []string{"aggregate", "series", "mechanism"}),
@@ -148,19 +157,13 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 			Help: "Input partitions this instance reads in the current generation (0 between generations)."}),
 		merging: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merging",
 			Help: "Scale-out: 1 while this instance runs stage 2 (merge, noise, publish), else 0."}),
-		partialsOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "partials_written_total",
-			Help: "Scale-out: partial states (one per window and input partition, empty ones included) written to the partials topic and acknowledged."}),
 		partialsRejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "partials_rejected_total",
 			Help: "Scale-out, on the merging instance: partials topic messages rejected, by reason (not_partial: not a partial state; damaged: inconsistent chunks; mac: not written by this deployment, e.g. another deployment's under the same key; old_format: the previous format after the upgrade cutoff)."},
 			[]string{"reason"}),
-		mergeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_windows_waiting",
-			Help: "Scale-out, on the merging instance: windows with partials received that cannot be published yet (a partial of an earlier window or of another partition is missing)."}),
-		mergeMissing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_partitions_missing",
-			Help: "Scale-out, on the merging instance: input partitions whose partial of the next window to publish has not arrived (publication waits for them)."}),
 	}
 	cs := []prometheus.Collector{m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.publishLatency,
 		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta,
-		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsOut, m.partialsRejected, m.mergeWaiting, m.mergeMissing}
+		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsRejected}
 	if sensitive {
 		s := &sensitiveMetrics{
 			eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",
@@ -181,9 +184,16 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 				Help: "Messages between the last one processed and the partition's high watermark." + sensitiveHelp}, []string{"topic", "partition"}),
 			commits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "offset_commits_total",
 				Help: "Successful input offset commits (one is made only when the committable offset moved)." + sensitiveHelp}),
+			partialsOut: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "partials_written_total",
+				Help: "Scale-out: partial states (one per window and input partition, empty ones included) written to the partials topic and acknowledged. Stage 1 writes a window's partial when the partition's data closes it, so when it moves follows the data." + sensitiveHelp}),
+			mergeWaiting: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_windows_waiting",
+				Help: "Scale-out, on the merging instance: windows with partials received that are not published yet (a partial of an earlier window or of another partition is missing, or the window's scheduled publication time has not come). When it moves follows the data." + sensitiveHelp}),
+			mergeMissing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "merge_partitions_missing",
+				Help: "Scale-out, on the merging instance: input partitions whose partial of the next window to publish has not arrived (publication waits for them). When it moves follows the data." + sensitiveHelp}),
 			inByTopic: map[string]prometheus.Counter{},
 		}
-		cs = append(cs, s.eventsIn, s.decoded, s.skipped, s.late, s.deadLettered, s.windowsOpen, s.groupsWithheld, s.lag, s.commits)
+		cs = append(cs, s.eventsIn, s.decoded, s.skipped, s.late, s.deadLettered, s.windowsOpen, s.groupsWithheld, s.lag, s.commits,
+			s.partialsOut, s.mergeWaiting, s.mergeMissing)
 		for r := range schema.NumReasons {
 			if schema.Reason(r) == schema.ReasonNone {
 				continue // not a skip: no reason="none" series
@@ -275,6 +285,22 @@ func (m *metrics) committed() {
 	}
 }
 
+// partialsWritten counts n partial states written by stage 1 (sensitive).
+func (m *metrics) partialsWritten(n int) {
+	if m.s != nil {
+		m.s.partialsOut.Add(float64(n))
+	}
+}
+
+// mergeGauges sets what stage 2 waits for: windows with partials not yet
+// published and input partitions missing from the next window (sensitive).
+func (m *metrics) mergeGauges(waiting, missing int) {
+	if m.s != nil {
+		m.s.mergeWaiting.Set(float64(waiting))
+		m.s.mergeMissing.Set(float64(missing))
+	}
+}
+
 // tick updates the gauges read from the core on every tick: windows
 // holding events and the consumer lag (sensitive; the core is not asked
 // when they are off).
@@ -358,7 +384,8 @@ func (o *Operator) observeClosed(ws []windows.Window) {
 // observePublished counts and logs one published window w: releases
 // written (out), releases already published, groups withheld by private
 // group selection (counted and logged only with sensitive metrics on), the
-// latency from its close, and the budget spent in the horizon through w
+// latency from its release to the publisher (at or after its scheduled
+// publication time), and the budget spent in the horizon through w
 // (spent, from the ledger: every published window counts, whether its
 // groups were released or withheld, as in the releases' spent_epsilon).
 // It then logs the run-time warnings (warnReleases).
@@ -478,7 +505,7 @@ func (o *Operator) progress(c *core) {
 	if end := m.lastEnd.Load(); end != 0 {
 		args = append(args, "published_through", tsString(end))
 	} else {
-		args = append(args, "published_through", "nothing yet (a window is published after its end + windows.allowed_lateness)")
+		args = append(args, "published_through", "nothing yet (a window is published after its end + windows.allowed_lateness + windows.idle_timeout)")
 	}
 	var counts []any
 	if m.s != nil {

@@ -35,8 +35,7 @@ var operationalMetrics = []string{
 	"dpstream_budget_window_epsilon", "dpstream_budget_window_delta",
 	"dpstream_budget_total_epsilon", "dpstream_budget_total_delta",
 	"dpstream_broker_errors_total", "dpstream_rebalances_total", "dpstream_ready",
-	"dpstream_input_partitions_assigned", "dpstream_merging", "dpstream_partials_written_total",
-	"dpstream_merge_windows_waiting", "dpstream_merge_partitions_missing",
+	"dpstream_input_partitions_assigned", "dpstream_merging",
 }
 
 // sensitiveMetricNames are the metric families that count input data
@@ -45,6 +44,7 @@ var sensitiveMetricNames = []string{
 	"dpstream_events_in_total", "dpstream_events_decoded_total", "dpstream_events_skipped_total",
 	"dpstream_events_late_total", "dpstream_events_dead_lettered_total", "dpstream_windows_open",
 	"dpstream_groups_not_selected_total", "dpstream_consumer_lag", "dpstream_offset_commits_total",
+	"dpstream_partials_written_total", "dpstream_merge_windows_waiting", "dpstream_merge_partitions_missing",
 }
 
 // observed is what an in-process run exposed.

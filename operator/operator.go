@@ -61,7 +61,7 @@ type Published struct {
 	Releases []schema.Release // written now, in write order
 	Skipped  int              // releases not written: their keys were already published
 	Withheld int              // groups withheld by private group selection
-	Latency  time.Duration    // from close to acknowledgement
+	Latency  time.Duration    // from the window's release (at or after its scheduled publication time) to acknowledgement
 }
 
 // errCrash is returned by Run when a test's crash hook fired.
@@ -472,6 +472,7 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 				continue
 			}
 			m.Topic = k.OutputTopic
+			m.Time = intentReleaseTime(o.cfg, m.Value, in.Through)
 			todo = append(todo, m)
 		}
 		if len(todo) > 0 {
@@ -588,6 +589,18 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 	}
 	st.from = from
 	return nil
+}
+
+// intentReleaseTime is the Kafka timestamp of a release completed from a
+// publication intent: its window's scheduled publication time, as publish
+// set it (the intent stores key and value only). A value that does not
+// decode (never written by publish) gets the schedule of the intent's
+// last window, through.
+func intentReleaseTime(cfg Config, value []byte, through int64) time.Time {
+	if r, err := schema.DecodeRelease(value); err == nil {
+		return scheduledAt(cfg, r.WindowEnd)
+	}
+	return scheduledAt(cfg, through)
 }
 
 // runGeneration consumes one consumer group generation. It returns nil when
@@ -723,9 +736,9 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 	// published in order, and a window's events hold back commits until
 	// the publisher reports it final.
 	type job struct {
-		ws       []windows.Window
-		ps       []partialOut // split mode (stage 1): partial states instead
-		closedAt time.Time
+		ws         []windows.Window
+		ps         []partialOut // split mode (stage 1): partial states instead
+		releasedAt time.Time    // when ws were handed over (operator's clock)
 	}
 	type result struct {
 		starts []int64
@@ -748,7 +761,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 				}
 				continue
 			}
-			err := o.publish(pctx, st, j.ws, j.closedAt)
+			err := o.publish(pctx, st, j.ws, j.releasedAt)
 			var starts []int64
 			if err == nil {
 				for _, w := range j.ws {
@@ -773,34 +786,43 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		}
 		return nil
 	}
-	pollClosed := func() {
+	// pollClosed closes the windows the watermark allows and hands those
+	// whose scheduled publication time had come a tick ago (core.release)
+	// to the publisher; the others wait in the core, so that a window the
+	// data closed early is published no earlier than one the clock
+	// closes. The tick of margin: a window the clock closes (applyCaughtUp,
+	// after this on the first tick at or after its schedule) is released
+	// at the next tick, and so is one the data closed. It reports whether
+	// it closed any window.
+	pollClosed := func() bool {
 		if pending >= cap(jobs) {
-			return // the publisher is behind (broker down): back-pressure
+			return false // the publisher is behind (broker down): back-pressure
 		}
 		if c.split {
+			// Stage 1: partials go to the partials topic as soon as they
+			// close; stage 2 holds the publication (merge.go).
 			if ps := c.pollPartials(); len(ps) > 0 {
-				jobs <- job{ps: ps, closedAt: o.now()}
+				jobs <- job{ps: ps}
 				pending++
+				return true
 			}
-			return
+			return false
 		}
-		ws := c.poll()
+		ws, closed := c.release(o.now().Add(-tickInterval(o.cfg)).UnixMilli())
 		if len(ws) == 0 {
-			return
+			return closed
 		}
 		o.observeClosed(ws)
-		jobs <- job{ws: ws, closedAt: o.now()}
+		jobs <- job{ws: ws, releasedAt: o.now()}
 		pending++
+		return true
 	}
 	// makeRoom closes the windows the watermark allows, when an event hit
 	// windows.max_open_windows: the windows package only closes windows on
 	// Poll, so between ticks a fast catch-up could otherwise reach the cap
-	// with windows that are already closable. It reports whether it polled.
-	makeRoom := func() bool {
-		before := pending
-		pollClosed()
-		return pending > before
-	}
+	// with windows that are already closable. It reports whether it closed
+	// any.
+	makeRoom := pollClosed
 	// finish waits for every pending publication (until c2 ends).
 	finish := func(c2 context.Context) error {
 		close(jobs)
@@ -844,7 +866,7 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 		case <-tick.C:
 			pollClosed()
 			// Then the partitions read to their end move with the clock:
-			// the windows that closes are published at the next tick.
+			// the windows that closes are released at the next tick.
 			c.applyCaughtUp()
 			o.m.tick(c)
 			o.progress(c) // the periodic progress line (metrics.go)
@@ -867,7 +889,10 @@ func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generatio
 			o.log.Info("generation ended", "generation", gen.ID)
 			return nil
 		case <-ctx.Done():
-			// Drain: stop fetching, publish what has closed, commit.
+			// Drain: stop fetching, publish what has closed and is due,
+			// commit. A window not due yet is not published early: its
+			// events hold back the commit, and the next run publishes it
+			// on schedule.
 			stopFetch()
 			o.health.set(false, "draining")
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -960,7 +985,13 @@ func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom fun
 // and the ledger after them, in the state topic), the releases (output
 // topic), the state record saying they are final. A crash after the first
 // step is completed by the next start from the intent (see resume).
-func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, closedAt time.Time) error {
+//
+// Each release record carries the window's scheduled publication time
+// (scheduledAt) as its Kafka timestamp, set here rather than left to the
+// producer's clock, so that it is the same in every run and whatever
+// arrived. The publication latency is measured from releasedAt, when the
+// windows were handed over: their scheduled time or later (catching up).
+func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, releasedAt time.Time) error {
 	k := o.cfg.Kafka
 	type done struct {
 		w     *windows.Window
@@ -989,7 +1020,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 		}
 		l = o.plan.advance(l, w.Start, w.End)
 		for _, r := range out {
-			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value})
+			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value, Time: scheduledAt(o.cfg, w.End)})
 		}
 		all = append(all, done{w, out, dup, wh, l.Spent})
 	}
@@ -1055,7 +1086,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 			delete(st.rec.published, key)
 		}
 	}
-	lat := o.now().Sub(closedAt)
+	lat := o.now().Sub(releasedAt)
 	for _, d := range all {
 		o.observePublished(d.w, d.out, d.dup, d.wh, lat, d.spent) // metrics, log, run-time warnings (metrics.go)
 		if o.hook != nil {
@@ -1090,7 +1121,7 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 	if err := o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) }); err != nil {
 		return err
 	}
-	o.m.partialsOut.Add(float64(len(ps)))
+	o.m.partialsWritten(len(ps))
 	return nil
 }
 

@@ -92,6 +92,15 @@ func TestKafkaCrashCompletedFromIntent(t *testing.T) {
 	if n := len(rels); n != nWindows*3*4 {
 		t.Errorf("%d releases, want %d", n, nWindows*3*4)
 	}
+	// Every release carries its window's scheduled publication time as
+	// its record timestamp, those the restart completed from the intent
+	// too (issue 18).
+	for _, m := range readAll(t, cl, out) {
+		r := rels[string(m.Key)]
+		if want := scheduledAt(ca, r.WindowEnd); !m.Time.Equal(want) {
+			t.Errorf("release %s: record timestamp %v, want its schedule %v", m.Key, m.Time.UTC(), want.UTC())
+		}
+	}
 }
 
 // TestKafkaConfigChangeCannotOverspend: a horizon budget, some windows

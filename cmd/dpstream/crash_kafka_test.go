@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -102,6 +104,48 @@ type crashTest struct {
 	in      string
 	first   int64    // the stream's first window, unix ms
 	env     []string // added to the subprocesses' environment
+	clock   string   // the operator's clock file once setClock was called
+}
+
+// setClock sets the subprocesses' operator clock (testclock_on.go) to ms,
+// Unix ms of the stream's simulated time. The tests advance it to the
+// latest arrival time produced so far: a partition read to its end then
+// moves to at most that minus idle_timeout, so the windows close by the
+// records' arrival times, and each is published once the clock passes its
+// schedule (end + allowed_lateness + idle_timeout), as a live deployment's
+// would be. Written to a new file and renamed, so a reader never sees half
+// of it. The first call must come before the first subprocess starts.
+func (c *crashTest) setClock(ms int64) {
+	c.t.Helper()
+	if c.clock == "" {
+		c.clock = filepath.Join(c.dir, "clock")
+	}
+	tmp := c.clock + ".new"
+	err := os.WriteFile(tmp, []byte(strconv.FormatInt(ms, 10)), 0o600)
+	if err == nil {
+		err = os.Rename(tmp, c.clock)
+	}
+	if err != nil {
+		c.t.Errorf("setting the test clock: %v", err) // Errorf: callable from the producer's goroutine
+	}
+}
+
+// clockAfter is a clock time (Unix ms) past the schedule of the stream's
+// last window, the n-th: its end + allowed_lateness (synthLateness) +
+// idle_timeout (4 s in crashConfigYAML) + 1 s (more than a tick, 0.4 s),
+// and before the next (empty) window's.
+func (c *crashTest) clockAfter(n int) int64 {
+	end := c.first + int64(n)*synthWindowDuration.Milliseconds()
+	return end + synthLateness.Milliseconds() + 5_000
+}
+
+// lastArrival is the largest arrival time of msgs (Unix ms).
+func lastArrival(msgs []synthMsg) int64 {
+	last := int64(math.MinInt64)
+	for i := range msgs {
+		last = max(last, msgs[i].Arrival)
+	}
+	return last
 }
 
 // newCrashTest builds the dpstream binary into a temporary directory and
@@ -127,7 +171,9 @@ func newCrashTest(t testing.TB, brokers []string, prefix string) *crashTest {
 func buildDpstream(t testing.TB, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "dpstream")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	// The dpstream_testclock tag lets a test drive the operator's clock
+	// (testclock_on.go, crashTest.setClock).
+	cmd := exec.Command("go", "build", "-tags", "dpstream_testclock", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -189,6 +235,9 @@ func (c *crashTest) start(cfg string) *proc {
 		}
 	}
 	p.cmd.Env = append(p.cmd.Env, c.env...)
+	if c.clock != "" {
+		p.cmd.Env = append(p.cmd.Env, "DPSTREAM_TEST_CLOCK_FILE="+c.clock)
+	}
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)
@@ -358,16 +407,20 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	defer cancel()
 	c := newCrashTest(t, brokers, "dpstream-crash")
 	const nWindows = 8
-	// dpstream run keeps the real clock, and a partition it has read to its
-	// end is advanced to that clock minus idle_timeout. The stream's
-	// simulated time (8 windows of 15 minutes produced in 32 s) therefore
-	// starts at the next window boundary after now: the clock never reaches
-	// its windows during the test, and they close by the records' arrival
-	// times alone, as with a live stream. The records are stamped up to
-	// about 2.5 hours ahead (CreateTime), which the broker must accept
-	// (message.timestamp.after.max.ms; the project's broker accepts any).
+	// A partition dpstream has read to its end is advanced to its clock
+	// minus idle_timeout, and a window is published once that clock passes
+	// end + allowed_lateness + idle_timeout. The stream's simulated time
+	// (8 windows of 15 minutes produced in 32 s) starts at the next window
+	// boundary after now, and the operator's clock (setClock) follows the
+	// production: after each chunk, the chunk's latest arrival time. So the
+	// windows close by the records' arrival times and are published on
+	// their simulated schedule, as with a live stream. The records are
+	// stamped up to about 2.5 hours ahead (CreateTime), which the broker
+	// must accept (message.timestamp.after.max.ms; the project's broker
+	// accepts any).
 	size := synthWindowDuration.Milliseconds()
 	c.first = (time.Now().UnixMilli()/size + 1) * size
+	c.setClock(c.first)
 	s, err := generate(synthConfig{Seed: 11, Windows: nWindows, EventsPerWindow: 3000, Partitions: demoPartitions,
 		Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
 	if err != nil {
@@ -391,6 +444,12 @@ func TestKafkaCrashRecovery(t *testing.T) {
 			if err := produceStream(ctx, brokers, c.in, part); err != nil {
 				produced <- err
 				return
+			}
+			if i == chunks-1 {
+				// Every window's schedule has passed.
+				c.setClock(c.clockAfter(nWindows))
+			} else if len(part.Msgs) > 0 {
+				c.setClock(lastArrival(part.Msgs))
 			}
 			select {
 			case <-ctx.Done():

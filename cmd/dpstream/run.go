@@ -90,7 +90,7 @@ published, final offsets committed, and the process exits.`,
 			if err != nil {
 				return err
 			}
-			op, err := operator.New(cfg)
+			op, err := operator.New(cfg, testClockOptions()...)
 			if err != nil {
 				return err
 			}

@@ -107,10 +107,12 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 	c := newCrashTest(t, brokers, "dpstream-chaos")
 	const nWindows = 12
 	// The stream's simulated time starts at the next window boundary after
-	// now, as in TestKafkaCrashRecovery: the clock never reaches its
-	// windows during the test, so they close by arrival times alone.
+	// now, and the operator's clock follows the production, as in
+	// TestKafkaCrashRecovery: the windows close by arrival times and are
+	// published on their simulated schedule.
 	size := synthWindowDuration.Milliseconds()
 	c.first = (time.Now().UnixMilli()/size + 1) * size
+	c.setClock(c.first)
 	g, err := generate(synthConfig{Seed: 23, Windows: nWindows, EventsPerWindow: 2000, Partitions: chaosPartitions,
 		Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
 	if err != nil {
@@ -156,6 +158,12 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 			if err := produceStream(ctx, brokers, c.in, part); err != nil {
 				produced <- err
 				return
+			}
+			if i == chunks-1 {
+				// Every window's schedule has passed.
+				c.setClock(c.clockAfter(nWindows))
+			} else if len(part.Msgs) > 0 {
+				c.setClock(lastArrival(part.Msgs))
 			}
 			select {
 			case <-ctx.Done():
@@ -392,6 +400,9 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 	}
 	fmt.Fprintf(os.Stderr, "BenchmarkKafkaThroughput: input: %d messages over %d partitions, %d windows, produced in %v\n", events, benchPartitions, benchWindows,
 		time.Since(t0).Round(time.Millisecond))
+	// The operator's clock past every window's schedule (the benchmark
+	// reads a backlog).
+	c.setClock(c.clockAfter(benchWindows))
 	g, s = nil, nil // the generated stream (about 9 GB at its peak) is not needed during the timed runs
 	debug.FreeOSMemory()
 	wantReleases := benchWindows * len(synthRegions) * len(aggregateOrder)
