@@ -250,6 +250,17 @@ func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	if err != nil {
 		return kafka.Message{}, err
 	}
+	b, err := encodeState(s, end)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	return kafka.Message{Topic: stateTopic, Key: []byte(group), Value: b}, nil
+}
+
+// encodeState encodes s as the current version, with the output topic's
+// end offsets end (by partition), as the state topic carries it (the
+// inverse of decodeState).
+func encodeState(s stateRecord, end map[int]int64) ([]byte, error) {
 	s.Version = stateVersion
 	s.OutputOffsets = map[string]int64{}
 	for p, o := range end {
@@ -257,9 +268,9 @@ func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return kafka.Message{}, fmt.Errorf("%w: encoding the state record: %v", ErrState, err)
+		return nil, fmt.Errorf("%w: encoding the state record: %v", ErrState, err)
 	}
-	return kafka.Message{Topic: stateTopic, Key: []byte(group), Value: b}, nil
+	return b, nil
 }
 
 // encodeIntent serialises release messages (key and value, each length-
