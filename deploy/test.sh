@@ -67,14 +67,20 @@ go test -count=1 -timeout 20m ./...
 # 1.26's fuzz coordinator can report a spurious "context deadline exceeded"
 # at the deadline on a loaded machine (golang/go#75804, fixed in Go 1.27).
 # FuzzDecodeEquivalent runs two decoders and two encoders per input, about
-# 100x slower than the others, so it gets a smaller count.
+# 100x slower than the others, so it gets a smaller count. The operator's
+# state-topic and partials readers (FuzzDecodeState, FuzzReadIntent,
+# FuzzDecodePartialChunk) start from the pinned records of
+# operator/testdata/compat (kilobytes of JSON, reassembled chunks): 300000
+# executions took 33-54 s each on the loaded 2-core CI machine, so they get
+# a third of that.
 fuzz_budget() {
   case "$1" in
     FuzzDecodeEquivalent) echo 5000x ;;
+    FuzzDecodeState | FuzzReadIntent | FuzzDecodePartialChunk) echo 100000x ;;
     *) echo 300000x ;;
   esac
 }
-for pkg in ./schema ./windows; do
+for pkg in ./schema ./windows ./operator; do
   for target in $(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true); do
     go test -run '^$' -fuzz "^${target}\$" -fuzztime "$(fuzz_budget "$target")" -parallel 2 "$pkg"
   done
