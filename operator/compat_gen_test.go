@@ -37,10 +37,6 @@ var updateCompat = flag.Bool("update-compat", false, "rewrite operator/testdata/
 // compatDir holds the compatibility records.
 const compatDir = "testdata/compat"
 
-// compatGroup is the consumer group (the state records' key) of the
-// compatibility records.
-const compatGroup = "g"
-
 // compatGroups is the number of public groups of the state and intent
 // records: 80 groups × 4 windows × 4 releases (count, sum and their
 // running totals) of about 500 bytes each make an intent of two chunks
