@@ -15,8 +15,6 @@ package operator
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/binary"
-	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -119,45 +117,6 @@ func compatPartialEvents(numBuckets int) map[int32][]windows.Event {
 	}
 }
 
-// writeFramed serialises messages as uvarint-length-prefixed key, value
-// pairs (the testdata's own framing of a topic's messages, in order).
-func writeFramed(msgs []kafka.Message) []byte {
-	var b []byte
-	for _, m := range msgs {
-		b = binary.AppendUvarint(b, uint64(len(m.Key)))
-		b = append(b, m.Key...)
-		b = binary.AppendUvarint(b, uint64(len(m.Value)))
-		b = append(b, m.Value...)
-	}
-	return b
-}
-
-// readFramed reads what writeFramed wrote.
-func readFramed(b []byte) ([]kafka.Message, error) {
-	var out []kafka.Message
-	next := func() ([]byte, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, errors.New("operator: testdata: truncated framing")
-		}
-		v := b[k : k+int(n)]
-		b = b[k+int(n):]
-		return v, nil
-	}
-	for len(b) > 0 {
-		k, err := next()
-		if err != nil {
-			return nil, err
-		}
-		v, err := next()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, kafka.Message{Key: k, Value: v})
-	}
-	return out, nil
-}
-
 // compatFiles builds the compatibility records with today's writers: file
 // name → content (names ending in .gz are stored gzipped).
 func compatFiles(t *testing.T) map[string][]byte {
@@ -208,7 +167,7 @@ func compatFiles(t *testing.T) map[string][]byte {
 	for i, c := range chunks {
 		files[fmt.Sprintf("intent.%d.bin.gz", i)] = c
 	}
-	files["partials.bin.gz"] = writeFramed(compatPartialMessages(t))
+	files["partials.bin.gz"] = appendFramed(nil, compatPartialMessages(t)) // the intent's framing
 	return files
 }
 

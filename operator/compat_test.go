@@ -213,7 +213,7 @@ func TestCompatIntent(t *testing.T) {
 
 // compatPartialsTopic returns the pinned partials topic's messages.
 func compatPartialsTopic(t testing.TB) []kafka.Message {
-	msgs, err := readFramed(readCompat(t, "partials.bin.gz"))
+	msgs, err := parseFramed(readCompat(t, "partials.bin.gz"))
 	if err != nil {
 		t.Fatal(err)
 	}
