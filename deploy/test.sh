@@ -92,8 +92,9 @@ step "deploy/k8s: go vet, go test" sh -c 'cd deploy/k8s && go vet ./... && go te
 # the operator's run loop (fetch goroutines, the core loop, scale-out's
 # merge stage, the health server) on the in-process fake broker and on the
 # real one (end to end, scale-out, crash recovery), the demo's embedded
-# run, and the schema decoders the fetchers run in parallel. Measured on
-# the loaded 2-core CI machine: ~2.5 min with the build. Left out, with no
+# run, and the schema decoders the fetchers run in parallel. Measured in a
+# whole run of this script on the loaded 2-core machine: 76 s with the
+# builds (operator 59 s, the rest 12 s). Left out, with no
 # goroutine or shared state in their tests: ./windows (115 s under -race)
 # and ./privacy (513 s; its caches are shared by the operator's goroutines
 # and so raced in the operator tests above).
@@ -119,7 +120,8 @@ fi
 # FuzzDecodePartialChunk) start from the pinned records of
 # operator/testdata/compat (kilobytes of JSON, reassembled chunks): 300000
 # executions took 33-54 s each on the loaded 2-core CI machine, so they get
-# a third of that.
+# a third of that (13-21 s each; the first also builds the instrumented
+# operator test binary, ~2 min cold).
 fuzz_budget() {
   case "$1" in
     FuzzDecodeEquivalent) echo 5000x ;;
