@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/internal/keyfile"
@@ -111,7 +112,7 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	}
 	if o.reg == nil {
 		o.reg = prometheus.NewRegistry()
-		o.reg.MustRegister(prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+		o.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m, err := newMetrics(o.reg, cfg.Observability.SensitiveMetrics)
 	if err != nil {

@@ -281,6 +281,17 @@ func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	if err != nil {
 		return kafka.Message{}, err
 	}
+	b, err := encodeState(s, end)
+	if err != nil {
+		return kafka.Message{}, err
+	}
+	return kafka.Message{Topic: stateTopic, Key: []byte(group), Value: b}, nil
+}
+
+// encodeState encodes s as the current version, with the output topic's
+// end offsets end (by partition), as the state topic carries it (the
+// inverse of decodeState).
+func encodeState(s stateRecord, end map[int]int64) ([]byte, error) {
 	s.Version = stateVersion
 	s.OutputOffsets = map[string]int64{}
 	for p, o := range end {
@@ -288,9 +299,9 @@ func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return kafka.Message{}, fmt.Errorf("%w: encoding the state record: %v", ErrState, err)
+		return nil, fmt.Errorf("%w: encoding the state record: %v", ErrState, err)
 	}
-	return kafka.Message{Topic: stateTopic, Key: []byte(group), Value: b}, nil
+	return b, nil
 }
 
 // encodeIntent serialises release messages (key and value, each length-
@@ -298,13 +309,7 @@ func stateMessage(ctx context.Context, c *clients, stateTopic, group, outputTopi
 // intentChunkBytes. It returns the chunks and the hex SHA-256 of their
 // concatenation.
 func encodeIntent(msgs []kafka.Message) ([][]byte, string) {
-	var buf []byte
-	for _, m := range msgs {
-		buf = binary.AppendUvarint(buf, uint64(len(m.Key)))
-		buf = append(buf, m.Key...)
-		buf = binary.AppendUvarint(buf, uint64(len(m.Value)))
-		buf = append(buf, m.Value...)
-	}
+	buf := appendFramed(nil, msgs)
 	sum := sha256.Sum256(buf)
 	var chunks [][]byte
 	for len(buf) > intentChunkBytes {
@@ -330,12 +335,37 @@ func readIntent(in *intentRecord, chunks map[int][]byte) ([]kafka.Message, error
 	if sum := sha256.Sum256(buf); hex.EncodeToString(sum[:]) != in.SHA256 {
 		return nil, fmt.Errorf("publication intent through %s: its chunks do not match the recorded digest", tsString(in.Through))
 	}
+	out, err := parseFramed(buf)
+	if err != nil {
+		return nil, fmt.Errorf("publication intent: %w", err)
+	}
+	if len(out) != in.Messages {
+		return nil, fmt.Errorf("publication intent through %s: %d messages, %d recorded", tsString(in.Through), len(out), in.Messages)
+	}
+	return out, nil
+}
+
+// appendFramed appends the keys and values of msgs to buf, each
+// length-prefixed with a uvarint: the framing of the intent's messages.
+func appendFramed(buf []byte, msgs []kafka.Message) []byte {
+	for _, m := range msgs {
+		buf = binary.AppendUvarint(buf, uint64(len(m.Key)))
+		buf = append(buf, m.Key...)
+		buf = binary.AppendUvarint(buf, uint64(len(m.Value)))
+		buf = append(buf, m.Value...)
+	}
+	return buf
+}
+
+// parseFramed reads the messages that appendFramed wrote (keys and values
+// copied out of buf).
+func parseFramed(buf []byte) ([]kafka.Message, error) {
 	var out []kafka.Message
 	r := bytes.NewReader(buf)
 	next := func() ([]byte, error) {
 		n, err := binary.ReadUvarint(r)
 		if err != nil || n > uint64(r.Len()) {
-			return nil, errors.New("publication intent: truncated message")
+			return nil, errors.New("truncated message")
 		}
 		b := make([]byte, n)
 		_, _ = r.Read(b)
@@ -351,9 +381,6 @@ func readIntent(in *intentRecord, chunks map[int][]byte) ([]kafka.Message, error
 			return nil, err
 		}
 		out = append(out, kafka.Message{Key: k, Value: v})
-	}
-	if len(out) != in.Messages {
-		return nil, fmt.Errorf("publication intent through %s: %d messages, %d recorded", tsString(in.Through), len(out), in.Messages)
 	}
 	return out, nil
 }

@@ -414,13 +414,13 @@ type calPureLoss interface {
 // calPureEpsilon returns the exact pure ε of one coordinate with noise `scale`
 // and shift linf, rounded up, or an error for mechanisms without pure ε.
 func calPureEpsilon(m Mechanism, scale, linf float64) (float64, error) {
-	switch m.(type) {
+	switch s := m.(type) {
 	case Laplace, Logistic, DiscreteLaplace:
 		// sup of the privacy loss: Δ/s (Laplace, logistic: §3.3 of the
 		// log-concave paper; discrete Laplace: |k−Δ|−|k| ≤ Δ).
 		return math.Nextafter(linf/scale, math.Inf(1)), nil
 	case Subbotin:
-		if m.(Subbotin).R == 1 {
+		if s.R == 1 {
 			return math.Nextafter(linf/scale, math.Inf(1)), nil
 		}
 	}

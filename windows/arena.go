@@ -90,6 +90,10 @@ var classWords = func() (cw [numClasses]int) {
 	return cw
 }()
 
+// The largest class, 2^40 words, holds the largest possible blob: checked
+// at compile time (a negative constant does not convert to uint64).
+const _ = uint64(1<<40 - maxBlobWords)
+
 // classOf returns the smallest class holding n ≤ maxBlobWords words.
 func classOf(n int) uint8 {
 	c, _ := slices.BinarySearch(classWords[:], n)

@@ -26,6 +26,11 @@ func TestMaxUnitsBoundsMemory(t *testing.T) {
 	if limit := int64(2048*84 + 4096*4); m.UnitBytes > limit {
 		t.Errorf("unit bytes %d > %d", m.UnitBytes, limit)
 	}
+	// Every interned group counts its estimate, groupBytes (a named
+	// result of memory once shadowed the constant, which then counted 0).
+	if m.GroupBytes < m.Groups*groupBytes {
+		t.Errorf("group bytes %d < %d groups × %d", m.GroupBytes, m.Groups, groupBytes)
+	}
 	tu.Advance(0, 20_000)
 	w := tu.Poll(0)[0]
 	if w.Units != 1000 || w.Drops.UnitCap != 49_000 {

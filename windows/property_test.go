@@ -170,7 +170,7 @@ func TestMergeEqualsSingleInstance(t *testing.T) {
 		seqs[0] = slices.DeleteFunc(seqs[0], func(e Event) bool { return e.Bucket == -2 })
 		split := [2][]Event{}
 		for _, e := range seqs[0] {
-			k := len(e.Unit) % 2
+			var k int
 			if e.Unit != "" {
 				k = int(e.Unit[len(e.Unit)-1]) % 2
 			} else {

@@ -32,15 +32,6 @@ func sAdd(p int32, ts, arr int64, want Status) skewStep {
 func sAdvance(p int32, wm int64) skewStep { return skewStep{advance: &[2]int64{int64(p), wm}} }
 func sPoll(starts ...int64) skewStep      { return skewStep{poll: true, starts: starts} }
 
-// windowStarts returns the starts of the 10 s windows [from, to).
-func windowStarts(from, to int64) []int64 {
-	var out []int64
-	for s := from; s < to; s += 10_000 {
-		out = append(out, s)
-	}
-	return out
-}
-
 func TestMaxSkew(t *testing.T) {
 	const s, min = 10_000, 60_000 // window size and MaxSkew in ms (countCfg: lateness 2 s)
 	emit0 := int64(0)

@@ -946,22 +946,22 @@ func (t *Tumbling) finishGroups(out *Window, keys []string, acc []gacc) {
 // memory estimates the bytes held by the window, split into per-unit state
 // (unit table and blobs) and per-group state (interned groups and
 // accumulators).
-func (w *openWindow) memory() (unitBytes, groupBytes int64) {
-	unitBytes = int64(cap(w.idx))*4 + w.ar.bytes() + int64(cap(w.capped))*4
-	groupBytes = int64(cap(w.gkeys))*groupBytes + int64(cap(w.gheap))*4
+func (w *openWindow) memory() (units, groups int64) {
+	units = int64(cap(w.idx))*4 + w.ar.bytes() + int64(cap(w.capped))*4
+	groups = int64(cap(w.gkeys))*groupBytes + int64(cap(w.gheap))*4
 	for _, k := range w.gkeys {
-		groupBytes += int64(len(k))
+		groups += int64(len(k))
 	}
 	if w.t.cfg.EventLevel {
-		groupBytes += int64(cap(w.acc)) * accBytes
+		groups += int64(cap(w.acc)) * accBytes
 		if w.t.cfg.Histogram {
-			groupBytes += int64(len(w.gidx)) * int64(w.t.cfg.NumBuckets) * 8
+			groups += int64(len(w.gidx)) * int64(w.t.cfg.NumBuckets) * 8
 		}
 		if w.t.leaves > 0 {
 			for i := range w.acc {
-				groupBytes += int64(len(w.acc[i].leaves)) * leafBytes
+				groups += int64(len(w.acc[i].leaves)) * leafBytes
 			}
 		}
 	}
-	return unitBytes, groupBytes
+	return units, groups
 }

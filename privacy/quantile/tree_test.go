@@ -129,13 +129,11 @@ func treeTrial(q Tree, m privacy.Mechanism, scale, h float64, s *rng.Stream, vs,
 			covered = false
 		}
 		// True rank of the released value: between the number of values
-		// strictly below it and the number at or below it.
-		below := float64(sort.SearchFloat64s(vs, vals[k]))
-		atOrBelow := float64(sort.Search(len(vs), func(i int) bool { return vs[i] > vals[k] }))
-		// Ranks are counted by leaf in the analysis: widen by the leaf.
+		// strictly below it and the number at or below it, each widened by
+		// a leaf (ranks are counted by leaf in the analysis).
 		leaf := (q.Upper - q.Lower) / float64(q.Leaves())
-		below = float64(sort.SearchFloat64s(vs, vals[k]-leaf))
-		atOrBelow = float64(sort.Search(len(vs), func(i int) bool { return vs[i] > vals[k]+leaf }))
+		below := float64(sort.SearchFloat64s(vs, vals[k]-leaf))
+		atOrBelow := float64(sort.Search(len(vs), func(i int) bool { return vs[i] > vals[k]+leaf }))
 		err := math.Max(0, math.Max(below-rk*n, rk*n-atOrBelow))
 		worst = math.Max(worst, err/RankError(rk, h))
 	}
