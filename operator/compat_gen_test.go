@@ -210,7 +210,7 @@ func compatPartialMessages(t *testing.T) []kafka.Message {
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, partialMessages(cfg.Kafka.partialsTopic(), partialMACKey(testKey()), ps[0].Start, pid, b)...)
+		msgs = append(msgs, partialMessagesMagic(partialMagicV2, cfg.Kafka.partialsTopic(), partialMACKeyV2(testKey()), ps[0].Start, pid, b)...)
 	}
 	return msgs
 }

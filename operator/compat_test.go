@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -258,10 +259,10 @@ func TestCompatPartialChunks(t *testing.T) {
 // key, "dpstream/partials-mac/v1"), over varint(window start) ‖
 // varint(input partition) ‖ the partial's whole encoding, stored in every
 // chunk's header. It is spelled out here independently of partialMAC.
-// When the MAC binding changes on purpose (a new magic), adapt this test
-// knowingly: either the new reader still accepts these dpp2 messages
-// (mixed versions during an upgrade), or it rejects them and the upgrade
-// note says that partials in flight are rewritten by stage 1.
+// The binding did change on purpose (issue 18 §2, format "dpp3"): the
+// reader accepts these dpp2 messages under the old key only for windows
+// that start before the state record's partials_bound_from (the windows in
+// flight at an upgrade), and rejects them after it (errPartialV2).
 func TestCompatPartialsMACOldScheme(t *testing.T) {
 	msgs := compatPartialsTopic(t)
 	key := testKey()
@@ -290,12 +291,17 @@ func TestCompatPartialsMACOldScheme(t *testing.T) {
 			t.Errorf("partition %d: stored MAC %x, old-scheme MAC %x, pinned %s", pid, sums[pid], got, wantHex[pid])
 		}
 	}
-	// The assembler accepts them under the deployment's key, whatever the
-	// order of the chunks.
+	// The assembler accepts them as format version 2, whatever the order
+	// of the chunks, for windows before the upgrade cutoff ...
 	slices.Reverse(msgs)
-	got, err := assemble(partialMACKey(key), msgs)
+	bound := partialMACKey(key, partialBinding{})
+	got, err := assembleWith(newAssembler(bound, partialMACKeyV2(key), testBase+1), msgs)
 	if err != nil || len(got) != 2 {
 		t.Fatalf("assembled %d partials, err %v", len(got), err)
+	}
+	// ... and rejects them from the cutoff on.
+	if _, err := assembleWith(newAssembler(bound, partialMACKeyV2(key), testBase), msgs); !errors.Is(err, errPartialV2) {
+		t.Fatalf("dpp2 partials at the cutoff: err %v, want errPartialV2", err)
 	}
 }
 
@@ -304,7 +310,7 @@ func TestCompatPartialsMACOldScheme(t *testing.T) {
 // group, the units, events, histogram and sum of compatEvents.
 func TestCompatPartialsContent(t *testing.T) {
 	msgs := compatPartialsTopic(t)
-	a := newAssembler(partialMACKey(testKey()))
+	a := newAssembler(partialMACKey(testKey(), partialBinding{}), partialMACKeyV2(testKey()), testBase+1)
 	var parts []windows.Partial
 	for i, m := range msgs {
 		c, err := decodePartialChunk(m.Value)

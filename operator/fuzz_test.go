@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"strconv"
 	"testing"
 )
@@ -111,7 +112,7 @@ func FuzzDecodePartialChunk(f *testing.F) {
 	f.Add(msgs[1].Value[:2048])
 	f.Add([]byte("dpp2"))
 	f.Add([]byte("dpp1\x00\x00"))
-	macKey := partialMACKey(testKey())
+	macKey := partialMACKey(testKey(), partialBinding{})
 	f.Fuzz(func(t *testing.T, v []byte) {
 		c, err := decodePartialChunk(v)
 		if err != nil {
@@ -120,7 +121,7 @@ func FuzzDecodePartialChunk(f *testing.F) {
 		if c.index < 0 || c.index >= c.n || c.id.pid < 0 || !bytes.HasSuffix(v, c.data) {
 			t.Fatalf("accepted chunk %d of %d, partition %d", c.index, c.n, c.id.pid)
 		}
-		a := newAssembler(macKey)
+		a := newAssembler(macKey, partialMACKeyV2(testKey()), math.MaxInt64)
 		if b, _, err := a.add(c, 0); err == nil && b != nil && c.n != 1 {
 			t.Fatalf("a partial of %d chunks complete after one", c.n)
 		}

@@ -210,6 +210,10 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 	return m, nil
 }
 
+// sensitive reports whether the sensitive metrics (and the exact counts in
+// logs) are on.
+func (m *metrics) sensitive() bool { return m.s != nil }
+
 // eventIn counts one input message of topic (sensitive). It is called for
 // every message: small enough to inline, so that with sensitive metrics
 // off it costs one nil check.
