@@ -1,0 +1,150 @@
+package main
+
+// measure.go: the measured quantities (rows) and the errors of one
+// repetition, from a dpstream release or from Google's dpagg results.
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpstream/dpstream/schema"
+)
+
+// Row names: one measured quantity each.
+const (
+	RowCount    = "count"
+	RowUnits    = "units"
+	RowSum      = "sum"
+	RowMean     = "mean"
+	RowVariance = "variance"
+	RowHist     = "histogram cell"
+)
+
+// rankRow and valueRow name the rank and value error rows of quantile
+// rank r ("p50 rank", "p50 value").
+func rankRow(r float64) string  { return "p" + strconv.FormatFloat(100*r, 'f', -1, 64) + " rank" }
+func valueRow(r float64) string { return "p" + strconv.FormatFloat(100*r, 'f', -1, 64) + " value" }
+
+// Rows lists the rows in table order.
+func Rows() []string {
+	rows := []string{RowCount, RowUnits, RowSum, RowMean, RowVariance, RowHist}
+	for _, r := range Ranks {
+		rows = append(rows, rankRow(r), valueRow(r))
+	}
+	return rows
+}
+
+// RepErrors holds one repetition's squared errors per row: the mean over
+// the row's values (the histogram's cells; one value for the others).
+type RepErrors map[string]float64
+
+// quantileErrors adds the rank and value errors of released quantiles xs
+// (one per rank of Ranks) to e.
+func quantileErrors(e RepErrors, t *Truth, xs []float64) {
+	for i, r := range Ranks {
+		re := t.RankError(r, xs[i])
+		ve := xs[i] - t.Quantile(r)
+		e[rankRow(r)] = re * re
+		e[valueRow(r)] = ve * ve
+	}
+}
+
+// seriesNamed returns the series of r named name.
+func seriesNamed(r *schema.Release, name string) (*schema.Series, error) {
+	for i := range r.Series {
+		if r.Series[i].Name == name {
+			return &r.Series[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: release %s of %s has no series %q", ErrDpstream, r.ReleaseID, r.Aggregate, name)
+}
+
+// dpstreamErrors returns the squared errors of one dpstream release of
+// aggregate agg against the truth t, and the mechanism that ran.
+func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, string, error) {
+	e := RepErrors{}
+	one := func(row, series string, truth float64) (string, error) {
+		s, err := seriesNamed(r, series)
+		if err != nil {
+			return "", err
+		}
+		d := s.Value(0) - truth
+		e[row] = d * d
+		return s.Mechanism, nil
+	}
+	var mech string
+	var err error
+	switch r.Aggregate {
+	case RowCount:
+		mech, err = one(RowCount, schema.SeriesCount, t.Count)
+	case RowUnits:
+		mech, err = one(RowUnits, schema.SeriesUnits, t.Units)
+	case RowSum:
+		mech, err = one(RowSum, schema.SeriesSum, t.Sum)
+	case RowMean:
+		if mech, err = one(RowMean, schema.SeriesMean, t.Mean); err == nil {
+			mech, err = mechanisms(r)
+		}
+	case RowVariance:
+		if mech, err = one(RowVariance, schema.SeriesVariance, t.Variance); err == nil {
+			mech, err = mechanisms(r)
+		}
+	case "histogram":
+		var s *schema.Series
+		if s, err = seriesNamed(r, schema.SeriesCounts); err != nil {
+			return nil, "", err
+		}
+		if s.Len() != len(Categories) {
+			return nil, "", fmt.Errorf("%w: histogram release with %d cells, want %d", ErrDpstream, s.Len(), len(Categories))
+		}
+		var sq float64
+		for j := range Categories {
+			if s.Labels[j] != Categories[j] {
+				return nil, "", fmt.Errorf("%w: histogram cell %d is %q, want %q", ErrDpstream, j, s.Labels[j], Categories[j])
+			}
+			d := s.Value(j) - t.Hist[j]
+			sq += d * d
+		}
+		e[RowHist] = sq / float64(len(Categories))
+		mech = s.Mechanism
+	case "quantiles":
+		var s *schema.Series
+		if s, err = seriesNamed(r, schema.SeriesQuantiles); err != nil {
+			return nil, "", err
+		}
+		if s.Len() != len(Ranks) {
+			return nil, "", fmt.Errorf("%w: %d quantiles released, want %d", ErrDpstream, s.Len(), len(Ranks))
+		}
+		xs := make([]float64, len(Ranks))
+		for j := range Ranks {
+			xs[j] = s.Value(j)
+		}
+		quantileErrors(e, t, xs)
+		mech = s.Mechanism
+	default:
+		err = fmt.Errorf("%w: unexpected aggregate %q", ErrDpstream, r.Aggregate)
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	for row, v := range e {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, "", fmt.Errorf("%w: %s: error %v", ErrDpstream, row, v)
+		}
+	}
+	return e, mech, nil
+}
+
+// mechanisms lists the mechanisms of r's noised (not derived) series.
+func mechanisms(r *schema.Release) (string, error) {
+	var names []string
+	for _, s := range r.Series {
+		if s.Scale != 0 && !slices.Contains(names, s.Mechanism) { // Scale 0: derived
+			names = append(names, s.Mechanism)
+		}
+	}
+	return strings.Join(names, "+"), nil
+}
