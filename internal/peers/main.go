@@ -5,7 +5,8 @@
 // accurate) and the ratio's standard error. dpstream runs its real release
 // path (operator.New and Run on an in-process fake Kafka broker).
 //
-//	go run . [-short] [-json] [-settings S1,S2,S3] [-data DIR]
+//	go run . [-short] [-json] [-settings S1,S2,S3] [-data DIR] [-reps N] [-google-reps N]
+//	go run . -table FILE   # the table of an earlier -json output
 //
 // -data DIR also writes each setting's events (DIR/S1.csv, …) for
 // opendp_bench.py, which reads them with the -json output.
@@ -76,8 +77,16 @@ func main() {
 		dataDir  = flag.String("data", "", "also write each setting's events to DIR/<setting>.csv (for opendp_bench.py)")
 		dpReps   = flag.Int("reps", 0, "dpstream repetitions per setting (0: the defaults)")
 		gReps    = flag.Int("google-reps", 0, "Google repetitions per setting (0: the defaults)")
+		table    = flag.String("table", "", "print the table of an earlier -json output FILE and exit")
 	)
 	flag.Parse()
+	if *table != "" {
+		if err := printTable(*table); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := run(ctx, options{settings: strings.Split(*settings, ","), seed: *seed, short: *short,
@@ -233,6 +242,19 @@ func measure(ctx context.Context, d *Data, dpReps, gReps int, seed uint64, logw 
 		sr.Rows = append(sr.Rows, rr)
 	}
 	return sr, nil
+}
+
+// printTable prints the table of the JSON result in file path.
+func printTable(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrData, err)
+	}
+	var res Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrData, path, err)
+	}
+	return writeTable(os.Stdout, &res)
 }
 
 // writeTable writes res as a Markdown table.
