@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -52,22 +53,27 @@ func quantileErrors(e RepErrors, t *Truth, xs []float64) {
 	}
 }
 
-// seriesNamed returns the series of r named name.
-func seriesNamed(r *schema.Release, name string) (*schema.Series, error) {
+// seriesNamed returns the series of r named name, which must hold n
+// values.
+func seriesNamed(r *schema.Release, name string, n int) (*schema.Series, error) {
 	for i := range r.Series {
-		if r.Series[i].Name == name {
-			return &r.Series[i], nil
+		if s := &r.Series[i]; s.Name == name {
+			if s.Len() != n {
+				return nil, fmt.Errorf("%w: series %q of %s has %d values, want %d", ErrDpstream, name, r.Aggregate, s.Len(), n)
+			}
+			return s, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: release %s of %s has no series %q", ErrDpstream, r.ReleaseID, r.Aggregate, name)
 }
 
-// dpstreamErrors returns the squared errors of one dpstream release of
-// aggregate agg against the truth t, and the mechanism that ran.
+// dpstreamErrors returns the squared errors of one dpstream release
+// against the truth t, and the mechanisms that ran (for the mean and the
+// variance, those of their noised series).
 func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, string, error) {
 	e := RepErrors{}
 	one := func(row, series string, truth float64) (string, error) {
-		s, err := seriesNamed(r, series)
+		s, err := seriesNamed(r, series, 1)
 		if err != nil {
 			return "", err
 		}
@@ -78,27 +84,24 @@ func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, string, error) {
 	var mech string
 	var err error
 	switch r.Aggregate {
-	case RowCount:
+	case operator.AggCount:
 		mech, err = one(RowCount, schema.SeriesCount, t.Count)
-	case RowUnits:
+	case operator.AggUnits:
 		mech, err = one(RowUnits, schema.SeriesUnits, t.Units)
-	case RowSum:
+	case operator.AggSum:
 		mech, err = one(RowSum, schema.SeriesSum, t.Sum)
-	case RowMean:
+	case operator.AggMean:
 		if mech, err = one(RowMean, schema.SeriesMean, t.Mean); err == nil {
 			mech, err = mechanisms(r)
 		}
-	case RowVariance:
+	case operator.AggVariance:
 		if mech, err = one(RowVariance, schema.SeriesVariance, t.Variance); err == nil {
 			mech, err = mechanisms(r)
 		}
-	case "histogram":
+	case operator.AggHistogram:
 		var s *schema.Series
-		if s, err = seriesNamed(r, schema.SeriesCounts); err != nil {
+		if s, err = seriesNamed(r, schema.SeriesCounts, len(Categories)); err != nil {
 			return nil, "", err
-		}
-		if s.Len() != len(Categories) {
-			return nil, "", fmt.Errorf("%w: histogram release with %d cells, want %d", ErrDpstream, s.Len(), len(Categories))
 		}
 		var sq float64
 		for j := range Categories {
@@ -110,13 +113,10 @@ func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, string, error) {
 		}
 		e[RowHist] = sq / float64(len(Categories))
 		mech = s.Mechanism
-	case "quantiles":
+	case operator.AggQuantiles:
 		var s *schema.Series
-		if s, err = seriesNamed(r, schema.SeriesQuantiles); err != nil {
+		if s, err = seriesNamed(r, schema.SeriesQuantiles, len(Ranks)); err != nil {
 			return nil, "", err
-		}
-		if s.Len() != len(Ranks) {
-			return nil, "", fmt.Errorf("%w: %d quantiles released, want %d", ErrDpstream, s.Len(), len(Ranks))
 		}
 		xs := make([]float64, len(Ranks))
 		for j := range Ranks {
