@@ -17,12 +17,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/privacy"
@@ -52,7 +55,11 @@ const (
 	// pipelineDepth is how many windows the producer may run ahead of the
 	// publications: enough to keep the operator busy, few enough to bound
 	// the broker's memory per step.
-	pipelineDepth = 8
+	pipelineDepth = 2
+	// segmentBytes is the fake broker's log segment size: small, so that
+	// deleting the records of published windows (trimInput) frees their
+	// memory (the broker drops whole segments only).
+	segmentBytes = 4 << 20
 	// runTimeout bounds one run (a stuck run fails instead of hanging).
 	runTimeout = 30 * time.Minute
 )
@@ -144,6 +151,32 @@ func encodeEvents(d *Data, w int) []*kgo.Record {
 // "u" 2 + 5, "v" 2 + 9, "c" 2 + 2.
 const msgLen = 1 + 3 + 9 + 2 + 5 + 2 + 9 + 2 + 2
 
+// trimInput deletes the input's records before offset (DeleteRecords).
+func trimInput(ctx context.Context, cl *kgo.Client, topic string, offset int64) error {
+	req := kmsg.NewPtrDeleteRecordsRequest()
+	req.TimeoutMillis = 30_000
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = 0, offset
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil {
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if err == nil {
+					err = kerr.ErrorForCode(p.ErrorCode)
+				}
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: deleting read input records: %v", ErrDpstream, err)
+	}
+	return nil
+}
+
 // runDpstream runs each aggregate of aggs over reps windows of d's events
 // (one operator per aggregate, all reading one input topic on one fake
 // broker) and returns the release of each window, in window order, per
@@ -155,7 +188,8 @@ func runDpstream(ctx context.Context, d *Data, aggs []string, reps int, seed uin
 	input := prefix + "-in"
 	// One input partition: the harness's clock logic needs the events of
 	// a window read before the next window's.
-	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, input))
+	cl, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, input),
+		kfake.BrokerConfigs(map[string]string{"log.segment.bytes": strconv.Itoa(segmentBytes)}))
 	if err != nil {
 		return nil, fmt.Errorf("%w: starting the fake broker: %v", ErrDpstream, err)
 	}
@@ -232,14 +266,28 @@ func runDpstream(ctx context.Context, d *Data, aggs []string, reps int, seed uin
 		return nil, fmt.Errorf("%w: producer: %v", ErrDpstream, err)
 	}
 	defer prod.Close()
+	// ends[w] is the input offset after window w's events.
+	ends := make([]int64, reps)
+	trimmed := 0
 	for w := range reps {
 		// At most pipelineDepth windows ahead of the slowest operator.
 		if err := wait(w - pipelineDepth); err != nil {
 			return nil, err
 		}
-		if err := prod.ProduceSync(ctx, encodeEvents(d, w)...).FirstErr(); err != nil {
+		// The windows every operator published, but the last, are read:
+		// their events can go (the last stays, in case an operator
+		// re-reads from its last commit).
+		if done := published() - 1; done > trimmed {
+			if err := trimInput(ctx, prod, input, ends[done-1]); err != nil {
+				return nil, err
+			}
+			trimmed = done
+		}
+		recs := encodeEvents(d, w)
+		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			return nil, fmt.Errorf("%w: producing window %d: %v", ErrDpstream, w, err)
 		}
+		ends[w] = recs[len(recs)-1].Offset + 1
 		// Window w is complete: once an operator has read to the end, its
 		// watermark (clock − idle timeout) passes the window's end.
 		end := base + int64(w+1)*windowSize.Milliseconds()

@@ -33,7 +33,7 @@ import (
 // events it reads (R × about 10k, 3k and 300k events), Google's about a
 // tenth of that per event. -short divides both by shortDivisor.
 var (
-	defaultDpstreamReps = map[string]int{"S1": 300, "S2": 600, "S3": 24}
+	defaultDpstreamReps = map[string]int{"S1": 300, "S2": 600, "S3": 40}
 	defaultGoogleReps   = map[string]int{"S1": 1000, "S2": 2000, "S3": 200}
 )
 
