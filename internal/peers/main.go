@@ -15,7 +15,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -56,10 +55,18 @@ type SettingResult struct {
 // RowResult is one measured row: dpstream's and Google's errors and the
 // ratio of the better Google noise to dpstream.
 type RowResult struct {
-	Row       string          `json:"row"`
-	Dpstream  Stat            `json:"dpstream"`
-	Mechanism string          `json:"dpstream_mechanism"`
-	Google    map[string]Stat `json:"google"`
+	Row       string `json:"row"`
+	Dpstream  Stat   `json:"dpstream"`
+	Mechanism string `json:"dpstream_mechanism"`
+	// Scale is the noise scale of the series carrying the row's values
+	// (for the quantile rows, of the tree's node counts); 0 for the mean
+	// and the variance (derived from several series).
+	Scale float64 `json:"dpstream_scale,omitempty"`
+	// Expected is the RMSE dpstream's noise has by its scale (count,
+	// units, sum and histogram cells with Laplace or discrete Laplace
+	// noise): exact where the measured RMSE is an estimate.
+	Expected *float64        `json:"dpstream_expected_rmse,omitempty"`
+	Google   map[string]Stat `json:"google"`
 	// Best is the Google noise with the smaller RMSE; Ratio and RatioSE
 	// are its RMSE over dpstream's and their standard error (null when
 	// dpstream's RMSE is 0).
@@ -189,16 +196,16 @@ func measure(ctx context.Context, d *Data, dpReps, gReps int, seed uint64, logw 
 	fmt.Fprintf(logw, "peers: %s: dpstream %d windows of %d events × %d aggregates in %v\n",
 		s.Name, dpReps, len(d.Events), len(dpstreamAggregates), time.Since(t0).Round(time.Millisecond))
 	dp := map[string][]float64{}
-	mech := map[string]string{}
+	noises := map[string]Noise{}
 	for _, agg := range dpstreamAggregates {
 		for _, r := range rels[agg] {
-			e, m, err := dpstreamErrors(&r, &d.Truth)
+			e, nz, err := dpstreamErrors(&r, &d.Truth)
 			if err != nil {
 				return nil, err
 			}
 			for row, v := range e {
 				dp[row] = append(dp[row], v)
-				mech[row] = m
+				noises[row] = nz
 			}
 		}
 	}
@@ -226,9 +233,14 @@ func measure(ctx context.Context, d *Data, dpReps, gReps int, seed uint64, logw 
 	sr := &SettingResult{Setting: s, Events: len(d.Events)}
 	for _, row := range Rows() {
 		if len(dp[row]) == 0 {
-			return nil, errors.Join(ErrDpstream, fmt.Errorf("no %s errors", row))
+			return nil, fmt.Errorf("%w: no %s errors", ErrDpstream, row)
 		}
-		rr := RowResult{Row: row, Dpstream: NewStat(dp[row]), Mechanism: mech[row], Google: map[string]Stat{}}
+		nz := noises[row]
+		rr := RowResult{Row: row, Dpstream: NewStat(dp[row]), Mechanism: nz.Mechanism, Scale: nz.Scale,
+			Google: map[string]Stat{}}
+		if x := ExpectedRMSE(nz.Mechanism, nz.Scale); !math.IsNaN(x) && !strings.HasPrefix(row, "p") {
+			rr.Expected = &x
+		}
 		for kind, rows := range g {
 			st := NewStat(rows[row])
 			rr.Google[kind] = st
@@ -260,8 +272,8 @@ func printTable(path string) error {
 // writeTable writes res as a Markdown table.
 func writeTable(w io.Writer, res *Result) error {
 	var b strings.Builder
-	b.WriteString("| setting | aggregate | dpstream RMSE (mechanism) | Google Laplace RMSE | Google Gaussian RMSE | Google best / dpstream ± SE | R dpstream / Google |\n")
-	b.WriteString("|---|---|---|---|---|---|---|\n")
+	b.WriteString("| setting | aggregate | dpstream RMSE (mechanism, scale) | dpstream RMSE by its scale | Google Laplace RMSE | Google Gaussian RMSE | Google best / dpstream ± SE | R dpstream / Google |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for _, sr := range res.Settings {
 		for _, r := range sr.Rows {
 			gauss := "—"
@@ -272,8 +284,15 @@ func writeTable(w io.Writer, res *Result) error {
 			if r.Ratio != nil {
 				ratio = fmt.Sprintf("%.2f ± %.2f", *r.Ratio, *r.RatioSE)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s (%s) | %s | %s | %s | %d / %d |\n",
-				sr.Name, r.Row, num(r.Dpstream.RMSE), r.Mechanism, num(r.Google[NoiseLaplace].RMSE), gauss,
+			mech, expected := r.Mechanism, "—"
+			if r.Scale > 0 {
+				mech += ", " + num(r.Scale)
+			}
+			if r.Expected != nil {
+				expected = num(*r.Expected)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s (%s) | %s | %s | %s | %s | %d / %d |\n",
+				sr.Name, r.Row, num(r.Dpstream.RMSE), mech, expected, num(r.Google[NoiseLaplace].RMSE), gauss,
 				ratio, r.Dpstream.Reps, r.Google[r.Best].Reps)
 		}
 	}

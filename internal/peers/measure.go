@@ -67,84 +67,111 @@ func seriesNamed(r *schema.Release, name string, n int) (*schema.Series, error) 
 	return nil, fmt.Errorf("%w: release %s of %s has no series %q", ErrDpstream, r.ReleaseID, r.Aggregate, name)
 }
 
+// Noise says which noise a dpstream release carried: the mechanisms of its
+// noised series and, where one series carries the measured values (count,
+// units, sum, histogram, quantiles: the tree's node counts), its scale.
+type Noise struct {
+	Mechanism string
+	Scale     float64
+}
+
 // dpstreamErrors returns the squared errors of one dpstream release
-// against the truth t, and the mechanisms that ran (for the mean and the
-// variance, those of their noised series).
-func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, string, error) {
+// against the truth t, and its noise.
+func dpstreamErrors(r *schema.Release, t *Truth) (RepErrors, Noise, error) {
 	e := RepErrors{}
-	one := func(row, series string, truth float64) (string, error) {
+	var nz Noise
+	one := func(row, series string, truth float64) error {
 		s, err := seriesNamed(r, series, 1)
 		if err != nil {
-			return "", err
+			return err
 		}
 		d := s.Value(0) - truth
 		e[row] = d * d
-		return s.Mechanism, nil
+		nz = Noise{Mechanism: s.Mechanism, Scale: s.Scale}
+		return nil
 	}
-	var mech string
 	var err error
 	switch r.Aggregate {
 	case operator.AggCount:
-		mech, err = one(RowCount, schema.SeriesCount, t.Count)
+		err = one(RowCount, schema.SeriesCount, t.Count)
 	case operator.AggUnits:
-		mech, err = one(RowUnits, schema.SeriesUnits, t.Units)
+		err = one(RowUnits, schema.SeriesUnits, t.Units)
 	case operator.AggSum:
-		mech, err = one(RowSum, schema.SeriesSum, t.Sum)
+		err = one(RowSum, schema.SeriesSum, t.Sum)
 	case operator.AggMean:
-		if mech, err = one(RowMean, schema.SeriesMean, t.Mean); err == nil {
-			mech, err = mechanisms(r)
+		if err = one(RowMean, schema.SeriesMean, t.Mean); err == nil {
+			nz = Noise{Mechanism: mechanisms(r)}
 		}
 	case operator.AggVariance:
-		if mech, err = one(RowVariance, schema.SeriesVariance, t.Variance); err == nil {
-			mech, err = mechanisms(r)
+		if err = one(RowVariance, schema.SeriesVariance, t.Variance); err == nil {
+			nz = Noise{Mechanism: mechanisms(r)}
 		}
 	case operator.AggHistogram:
 		var s *schema.Series
 		if s, err = seriesNamed(r, schema.SeriesCounts, len(Categories)); err != nil {
-			return nil, "", err
+			return nil, Noise{}, err
 		}
 		var sq float64
 		for j := range Categories {
 			if s.Labels[j] != Categories[j] {
-				return nil, "", fmt.Errorf("%w: histogram cell %d is %q, want %q", ErrDpstream, j, s.Labels[j], Categories[j])
+				return nil, Noise{}, fmt.Errorf("%w: histogram cell %d is %q, want %q", ErrDpstream, j, s.Labels[j], Categories[j])
 			}
 			d := s.Value(j) - t.Hist[j]
 			sq += d * d
 		}
 		e[RowHist] = sq / float64(len(Categories))
-		mech = s.Mechanism
+		nz = Noise{Mechanism: s.Mechanism, Scale: s.Scale}
 	case operator.AggQuantiles:
 		var s *schema.Series
 		if s, err = seriesNamed(r, schema.SeriesQuantiles, len(Ranks)); err != nil {
-			return nil, "", err
+			return nil, Noise{}, err
 		}
 		xs := make([]float64, len(Ranks))
 		for j := range Ranks {
 			xs[j] = s.Value(j)
 		}
 		quantileErrors(e, t, xs)
-		mech = s.Mechanism
+		nz = Noise{Mechanism: s.Mechanism, Scale: s.Scale}
 	default:
 		err = fmt.Errorf("%w: unexpected aggregate %q", ErrDpstream, r.Aggregate)
 	}
 	if err != nil {
-		return nil, "", err
+		return nil, Noise{}, err
 	}
 	for row, v := range e {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return nil, "", fmt.Errorf("%w: %s: error %v", ErrDpstream, row, v)
+			return nil, Noise{}, fmt.Errorf("%w: %s: error %v", ErrDpstream, row, v)
 		}
 	}
-	return e, mech, nil
+	return e, nz, nil
 }
 
 // mechanisms lists the mechanisms of r's noised (not derived) series.
-func mechanisms(r *schema.Release) (string, error) {
+func mechanisms(r *schema.Release) string {
 	var names []string
 	for _, s := range r.Series {
 		if s.Scale != 0 && !slices.Contains(names, s.Mechanism) { // Scale 0: derived
 			names = append(names, s.Mechanism)
 		}
 	}
-	return strings.Join(names, "+"), nil
+	return strings.Join(names, "+")
+}
+
+// ExpectedRMSE returns the RMSE of one value with noise of mechanism mech
+// and scale s (the density's scale parameter, as dpstream publishes it):
+// √2·s for Laplace; √(2q)/(1−q), q = e^{−1/s}, for the discrete Laplace
+// (P(k) ∝ q^|k|); s for the Gaussian; NaN for other mechanisms and for the
+// discrete Gaussian (whose variance is below s², by a factor that is
+// not closed-form).
+func ExpectedRMSE(mech string, s float64) float64 {
+	switch mech {
+	case "laplace":
+		return math.Sqrt2 * s
+	case "discrete-laplace":
+		q := math.Exp(-1 / s)
+		return math.Sqrt(2*q) / (1 - q)
+	case "gaussian":
+		return s
+	}
+	return math.NaN()
 }

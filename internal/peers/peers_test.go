@@ -184,18 +184,18 @@ func TestDpstreamCount(t *testing.T) {
 	}
 	var sq []float64
 	for _, r := range rels["count"] {
-		e, mech, err := dpstreamErrors(&r, &d.Truth)
+		e, nz, err := dpstreamErrors(&r, &d.Truth)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if mech != "discrete-laplace" {
-			t.Fatalf("mechanism %q, want discrete-laplace", mech)
+		// The scale is rounded towards more noise (DESIGN §2): 1 to 1e-9.
+		if nz.Mechanism != "discrete-laplace" || math.Abs(nz.Scale-1) > 1e-9 {
+			t.Fatalf("noise %+v, want discrete-laplace of scale 1", nz)
 		}
 		sq = append(sq, e[RowCount])
 	}
 	st := NewStat(sq)
-	q := math.Exp(-1)
-	want := math.Sqrt(2 * q / ((1 - q) * (1 - q)))
+	want := ExpectedRMSE("discrete-laplace", 1)
 	if tol := 4 * laplaceRelSE(n); math.Abs(st.RMSE/want-1) > tol {
 		t.Errorf("dpstream count RMSE = %.4f, want %.4f ± %.0f%%", st.RMSE, want, 100*tol)
 	}
