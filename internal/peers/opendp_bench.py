@@ -90,7 +90,8 @@ def meets(m, d_in, d_out):
 
 def calibrate(make, d_in, d_out, lo=1e-6, hi=1e9):
     """The smallest scale (to a relative 1e-9) whose measurement make(scale)
-    meets d_out at d_in: bisection on the measurement's own check."""
+    meets d_out at d_in: bisection on the measurement's own check. Returns
+    the measurement and the scale."""
     if not meets(make(hi), d_in, d_out):
         raise ValueError("no scale meets the budget")
     while hi / lo > 1 + 1e-9:
@@ -99,11 +100,12 @@ def calibrate(make, d_in, d_out, lo=1e-6, hi=1e9):
             hi = mid
         else:
             lo = mid
-    return make(hi)
+    return make(hi), hi
 
 
 def noise_measurements(trans, eps, delta, d_in):
-    """Laplace (pure ε) and, for δ > 0, Gaussian (zCDP → (ε, δ)) after trans."""
+    """Laplace (pure ε) and, for δ > 0, Gaussian (zCDP → (ε, δ)) after
+    trans: {kind: (measurement, scale)}."""
     out = {"laplace": calibrate(lambda s: trans >> dp.m.then_laplace(s), d_in, eps)}
     if delta > 0:
         out["gaussian"] = calibrate(
@@ -147,24 +149,35 @@ def measure(setting, values, reps, steps=CANDIDATE_STEPS):
     quant = {
         r: calibrate(
             lambda s, r=r: clamp >> dp.m.then_private_quantile(dp.max_divergence(), candidates=candidates, alpha=r, scale=s),
-            bound, eps / len(ranks))
+            bound, eps / len(ranks))[0]
         for r in ranks
     }
+    # The RMSE each Laplace noise has by its scale s: OpenDP's Laplace on
+    # the integer count is the discrete Laplace (P(k) ∝ e^{−|k|/s}), on
+    # the float sum the Laplace (√2·s), as dpstream's "by its scale".
+    expected = {("count", "laplace"): discrete_laplace_rmse(count["laplace"][1]),
+                ("sum", "laplace"): math.sqrt(2) * total["laplace"][1]}
 
     sq = {}
     def put(row, kind, err):
         sq.setdefault(row, {}).setdefault(kind, []).append(err * err)
 
     for _ in range(reps):
-        for kind, m in count.items():
+        for kind, (m, _) in count.items():
             put("count", kind, m(values) - true_count)
-        for kind, m in total.items():
+        for kind, (m, _) in total.items():
             put("sum", kind, m(values) - true_sum)
         for r, m in quant.items():
             x = m(values)
             put(row_name(r, "rank"), "exponential", rank_error(sorted_vals, r, x))
             put(row_name(r, "value"), "exponential", x - truth_quantile(sorted_vals, r))
-    return sq
+    return sq, expected
+
+
+def discrete_laplace_rmse(s):
+    """The RMSE of the discrete Laplace noise P(k) ∝ e^{−|k|/s}."""
+    q = math.exp(-1 / s)
+    return math.sqrt(2 * q) / (1 - q)
 
 
 def main():
@@ -193,7 +206,7 @@ def main():
         reps = args.reps or DEFAULT_REPS.get(name, 200) // (10 if args.short else 1)
         t0 = time.time()
         reps = max(2, reps)
-        sq = measure(s, values, reps, args.candidate_steps)
+        sq, expected = measure(s, values, reps, args.candidate_steps)
         print("opendp_bench: %s: %d repetitions in %.1fs" % (name, reps, time.time() - t0), file=sys.stderr)
         dprows = {r["row"]: r for r in s["rows"]}
         for row, kinds in sq.items():
@@ -202,20 +215,27 @@ def main():
             d = dprows[row]
             rat, se = ratio(stats[best], d["dpstream"])
             results.append({"setting": name, "row": row, "dpstream": d["dpstream"],
-                            "dpstream_mechanism": d["dpstream_mechanism"], "opendp": stats,
-                            "opendp_best": best, "ratio": rat, "ratio_se": se})
+                            "dpstream_mechanism": d["dpstream_mechanism"],
+                            "dpstream_expected_rmse": d.get("dpstream_expected_rmse"), "opendp": stats,
+                            "opendp_best": best, "opendp_laplace_expected_rmse": expected.get((row, "laplace")),
+                            "ratio": rat, "ratio_se": se})
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         print()
         return
-    print("| setting | aggregate | dpstream RMSE (mechanism) | OpenDP RMSE (mechanism) | OpenDP / dpstream ± SE | R dpstream / OpenDP |")
-    print("|---|---|---|---|---|---|")
+    print("| setting | aggregate | dpstream RMSE (mechanism) | OpenDP RMSE (mechanism) | OpenDP / dpstream ± SE "
+          "| RMSE by the scale: dpstream / OpenDP Laplace | R dpstream / OpenDP |")
+    print("|---|---|---|---|---|---|---|")
+    fmt = lambda x: "—" if x is None else "%.3g" % x
     for r in results:
         o = r["opendp"][r["opendp_best"]]
         rat = "n/a (dpstream RMSE 0)" if r["ratio"] is None else "%.2f ± %.2f" % (r["ratio"], r["ratio_se"])
-        print("| %s | %s | %.3g (%s) | %.3g (%s) | %s | %d / %d |" % (
+        by_scale = "—"
+        if r["dpstream_expected_rmse"] is not None and r["opendp_laplace_expected_rmse"] is not None:
+            by_scale = "%s / %s" % (fmt(r["dpstream_expected_rmse"]), fmt(r["opendp_laplace_expected_rmse"]))
+        print("| %s | %s | %.3g (%s) | %.3g (%s) | %s | %s | %d / %d |" % (
             r["setting"], r["row"], r["dpstream"]["rmse"], r["dpstream_mechanism"], o["rmse"], r["opendp_best"],
-            rat, r["dpstream"]["reps"], o["reps"]))
+            rat, by_scale, r["dpstream"]["reps"], o["reps"]))
 
 
 if __name__ == "__main__":
