@@ -90,11 +90,13 @@ type Truth struct {
 // Value distribution: log-normal with these parameters of the underlying
 // normal (made up: median e^2.9 ≈ 18.2, p99 ≈ 82, about 0.4% of values
 // above Upper and clamped, so every measured quantile lies inside the
-// bounds), rounded to valueDecimals decimals so the CSV is exact.
+// bounds). Values are not rounded: ties would put a floor under every
+// library's rank error (a released value can fall next to a block of equal
+// values but not on it); the CSV writes them exactly (shortest
+// round-trip decimal).
 const (
-	logMean       = 2.9
-	logSigma      = 0.65
-	valueDecimals = 2
+	logMean  = 2.9
+	logSigma = 0.65
 )
 
 // Generate returns the synthetic data of s for seed: a pure function of
@@ -104,12 +106,11 @@ func Generate(s Setting, seed uint64) (*Data, error) {
 		return nil, fmt.Errorf("%w: setting %s: need units ≥ 1 and 1 ≤ min events ≤ max events ≤ bound", ErrData, s.Name)
 	}
 	r := rand.New(rand.NewPCG(seed, uint64(s.Units)))
-	scale := math.Pow(10, valueDecimals)
 	var evs []Event
 	for u := range s.Units {
 		k := s.MinEvents + r.IntN(s.MaxEvents-s.MinEvents+1)
 		for range k {
-			v := math.Round(math.Exp(logMean+logSigma*r.NormFloat64())*scale) / scale
+			v := math.Exp(logMean + logSigma*r.NormFloat64())
 			evs = append(evs, Event{Unit: u, Value: v, Category: pick(r, CategoryWeights)})
 		}
 	}
@@ -179,7 +180,7 @@ func (d *Data) WriteCSV(w io.Writer) error {
 		return fmt.Errorf("%w: writing CSV: %v", ErrData, err)
 	}
 	for _, e := range d.Events {
-		rec := []string{strconv.Itoa(e.Unit), strconv.FormatFloat(e.Value, 'f', valueDecimals, 64), Categories[e.Category]}
+		rec := []string{strconv.Itoa(e.Unit), strconv.FormatFloat(e.Value, 'g', -1, 64), Categories[e.Category]}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("%w: writing CSV: %v", ErrData, err)
 		}
