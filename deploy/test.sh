@@ -87,6 +87,11 @@ step "go test ./..." go test -count=1 -timeout 20m ./...
 # Kubernetes manifests (strict decoding against the API types).
 step "deploy/image: go vet, go test" sh -c 'cd deploy/image && go vet ./... && go test -count=1 -timeout 15m ./...'
 step "deploy/k8s: go vet, go test" sh -c 'cd deploy/k8s && go vet ./... && go test -count=1 -timeout 10m ./...'
+# The peer accuracy benchmark (internal/peers, a module of its own that
+# imports Google's differential-privacy library; never a dependency of
+# dpstream): its harness tests, in seconds with -short. The measurement
+# itself is run by hand (docs/performance.md).
+step "internal/peers: go vet, go test -short" sh -c 'cd internal/peers && go vet ./... && go test -count=1 -short ./...'
 
 # The race detector, over the tests that run dpstream's concurrent code:
 # the operator's run loop (fetch goroutines, the core loop, scale-out's

@@ -27,8 +27,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/operator"
-	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -105,7 +106,7 @@ func dpstreamConfig(s Setting, agg string, brokers []string, input, name string)
 	c.Bounds = operator.BoundsConfig{MaxGroups: 1, MaxBuckets: s.Cells(), MaxPerBucket: s.Bound, MaxValues: s.Bound}
 	c.Privacy.Epsilon, c.Privacy.Delta = s.Epsilon, s.Delta
 	c.Privacy.Mechanism = operator.Auto
-	c.Privacy.KeyFile, c.Privacy.KeyEnv = "", privacy.KeyEnv // the key is passed with operator.WithKey
+	c.Privacy.KeyFile, c.Privacy.KeyEnv = "", keyfile.Env // the key is passed with operator.WithKey
 	c.Observability.Listen = ""
 	c.Observability.LogLevel = "error"
 	return c
@@ -113,11 +114,11 @@ func dpstreamConfig(s Setting, agg string, brokers []string, input, name string)
 
 // runKey derives a run's noise key from the seed and the run's name: runs
 // are reproducible and different runs have independent noise.
-func runKey(seed uint64, name string) privacy.Key {
+func runKey(seed uint64, name string) rng.Key {
 	var b [8]byte
 	binary.BigEndian.PutUint64(b[:], seed)
 	h := sha256.Sum256(append(append([]byte("dpstream peers key\x00"), b[:]...), name...))
-	k, _ := privacy.KeyFromBytes(h[:]) // 32 bytes: never fails
+	k, _ := rng.KeyFromBytes(h[:]) // 32 bytes: never fails
 	return k
 }
 
