@@ -321,9 +321,9 @@ func (c Config) Validate() error {
 		field("value_field", c.ValueField, true)
 		switch {
 		case math.IsNaN(c.Lower) || math.IsInf(c.Lower, 0) || math.IsNaN(c.Upper) || math.IsInf(c.Upper, 0):
-			bad("value bounds lower and upper must be finite")
+			bad("lower and upper (the value bounds) must be finite")
 		case !(c.Lower < c.Upper):
-			bad("value bounds need lower < upper (got lower %g, upper %g)", c.Lower, c.Upper)
+			bad("lower %g must be below upper %g (the value bounds)", c.Lower, c.Upper)
 		}
 	} else {
 		if c.Lower != 0 || c.Upper != 0 {

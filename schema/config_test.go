@@ -40,7 +40,7 @@ func TestValidateProblems(t *testing.T) {
 		{Config{TimeField: "t", Histogram: &Histogram{Field: "h", Categories: []string{"a", "a", "\xff"}}}, []string{`"a" is listed twice`, "not valid UTF-8"}},
 		{Config{TimeField: "t", Histogram: &Histogram{Field: "h", Categories: []string{"other"}, Other: true}}, []string{"equals a category"}},
 		{Config{TimeField: "t", Histogram: &Histogram{Field: "h", Edges: []float64{1, 1, math.NaN()}, Other: true}}, []string{"categories only", "strictly increasing", "edges[2] is not finite"}},
-		{Config{TimeField: "t", ValueField: "v"}, []string{"lower < upper"}},
+		{Config{TimeField: "t", ValueField: "v"}, []string{"lower 0 must be below upper 0"}},
 		{Config{TimeField: "t", ValueField: "v", Lower: math.Inf(-1), Upper: 1}, []string{"must be finite"}},
 		{Config{TimeField: "t", Lower: 1, ValueOptional: true}, []string{"value_field is not", "value_optional is set"}},
 	}
