@@ -921,6 +921,9 @@ type compose struct {
 		} `json:"configs"`
 		Environment map[string]string `json:"environment"`
 		Volumes     []string          `json:"volumes"`
+		Healthcheck *struct {
+			Test []string `json:"test"`
+		} `json:"healthcheck"`
 	} `json:"services"`
 	Configs map[string]struct {
 		Content string `json:"content"`
@@ -988,6 +991,13 @@ func TestCompose(t *testing.T) {
 	}
 	if out, err := checkConfigKeyEnv(t, text); err != nil || !checkOK(out) {
 		t.Errorf("compose dpstream config: dpstream run --check-config: %v\n%s", err, out)
+	}
+	// The image has no shell: the healthcheck must exec dpstream's own
+	// probe, at the port observability.listen binds.
+	if hc := dp.Healthcheck; hc == nil || len(hc.Test) < 3 || hc.Test[0] != "CMD" || hc.Test[1] != "dpstream" || hc.Test[2] != "healthcheck" {
+		t.Errorf("service dpstream: healthcheck %+v, want [CMD dpstream healthcheck …] (the image has no shell)", dp.Healthcheck)
+	} else if addr := hc.Test[len(hc.Test)-1]; !strings.Contains(text, "listen: 0.0.0.0:"+addr[strings.LastIndex(addr, ":")+1:]) {
+		t.Errorf("service dpstream: healthcheck probes %s, not the port of observability.listen", addr)
 	}
 	if !bytes.Contains(data, []byte("not exercised")) {
 		t.Error("deploy/compose.yaml does not say that it is not exercised by the tests")
