@@ -222,6 +222,21 @@ def check_files(paths):
     return 1 if bad else 0
 
 
+def number_format(series):
+    """The %-format for a series' values: integers as integers; real values
+    with enough decimals that the narrowest interval's width shows about
+    three significant digits (a mean of 0.2034 with interval [0.1934,
+    0.2134] prints as 0.2034, not 0.2 [0.2, 0.2]), at most 6."""
+    if series["value_type"] == "int":
+        return "%.0f"
+    widths = [hi - lo for lo, hi in zip(series.get("ci_lo") or [], series.get("ci_hi") or [])
+              if finite(lo) and finite(hi) and hi > lo]
+    if not widths:
+        return "%.4g"
+    decimals = 2 - math.floor(math.log10(min(widths)))
+    return "%%.%df" % max(0, min(6, decimals))
+
+
 def iso(ms):
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
 
@@ -276,7 +291,7 @@ def main(argv=None):
             shown = SHOWN_SERIES.get(rel["kind"])
             plain = [s for s in rel["series"] if s["name"] != "running"]
             series = next((s for s in plain if s["name"] == shown), plain[-1])
-            num = "%.0f" if series["value_type"] == "int" else "%.1f"
+            num = number_format(series)
             mech = series["mechanism"]
             if mech != "derived":
                 mech += " (%g)" % series["scale"]
