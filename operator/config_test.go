@@ -59,7 +59,7 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	ps := c.Problems()
 	want := []string{
 		"kafka.brokers:", "kafka.output_topic:", "kafka.sasl.mechanism:",
-		"schema.value bounds", "windows.size:", "windows.aggregates: \"median\"",
+		"schema.lower 3 must be below upper 1", "windows.size:", "windows.aggregates: \"median\"",
 		"bounds.max_groups:", "privacy.epsilon:", "privacy.delta:", "privacy.mechanism:",
 		"observability.log_level:",
 	}
