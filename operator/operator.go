@@ -41,12 +41,10 @@ type Operator struct {
 	// Run before anything reads the state.
 	identity *deploymentRecord
 
-	// crash, when set (tests only), is asked at each publication stage
-	// ("half": write half of the releases; "releases": all written, state
-	// not yet; "state": state written, offsets not yet committed); true
-	// makes Run return errCrash at once, without draining or committing,
-	// like a killed process.
-	crash func(stage string) bool
+	// crash, when set (tests only), is asked at each crash point of the
+	// publication protocol (crash.go); true makes Run return errCrash at
+	// once, without draining or committing, like a killed process.
+	crash func(crashPoint) bool
 
 	mu          sync.Mutex
 	metricsAddr string
@@ -63,9 +61,6 @@ type Published struct {
 	Withheld int              // groups withheld by private group selection
 	Latency  time.Duration    // from the window's release (at or after its scheduled publication time) to acknowledgement
 }
-
-// errCrash is returned by Run when a test's crash hook fired.
-var errCrash = errors.New("operator: simulated crash")
 
 // Option configures New.
 type Option func(*Operator)
@@ -1045,7 +1040,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 			return err
 		}
 	}
-	if o.crash != nil && len(msgs) > 1 && o.crash("half") {
+	if len(msgs) > 1 && o.crashes(crashHalf) {
 		// Tests: a crash in the middle of a window's publication.
 		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
 		return errCrash
@@ -1055,7 +1050,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 			return err
 		}
 	}
-	if o.crash != nil && o.crash("releases") {
+	if o.crashes(crashReleases) {
 		return errCrash
 	}
 	for _, d := range all {
@@ -1075,7 +1070,7 @@ func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Windo
 	if err != nil {
 		return err
 	}
-	if o.crash != nil && o.crash("state") {
+	if o.crashes(crashState) {
 		return errCrash
 	}
 	st.rec.ledger = l
@@ -1114,7 +1109,7 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 		}
 		msgs = append(msgs, partialMessages(topic, macKey, p.p.Start, p.pid, b)...)
 	}
-	if o.crash != nil && o.crash("partials") {
+	if o.crashes(crashPartials) {
 		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
 		return errCrash
 	}
