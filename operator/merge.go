@@ -29,51 +29,18 @@ import (
 // publishes.
 func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) error {
 	k := o.cfg.Kafka
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: k.mergeGroup(),
-		// The merging instance is the one the input group gives the
-		// smaller share (balance.go).
-		GroupBalancers:   []kafka.GroupBalancer{mergeBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}},
-		Brokers:          cl.brokers,
-		Dialer:           cl.dialer,
-		Topics:           []string{k.partialsTopic()},
-		SessionTimeout:   k.SessionTimeout,
-		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
-		// a member learns of a rebalance at its next heartbeat.
-		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
-		JoinGroupBackoff:  k.RetryBackoff,
-		StartOffset:       kafka.FirstOffset,
-		Logger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
-	})
-	if err != nil {
-		return fmt.Errorf("%w: merge consumer group: %v", ErrKafka, err)
+	// The merging instance is the one the input group gives the smaller
+	// share (balance.go).
+	balancers := []kafka.GroupBalancer{mergeBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}}
+	g := &groupRunner{
+		o: o, name: "merge group",
+		cfg:     o.groupConfig(cl, k.mergeGroup(), []string{k.partialsTopic()}, balancers, kafka.FirstOffset, "merge group"),
+		joining: func() { o.health.stage("merge", "joining the merge group") },
+		generation: func(ctx, gctx context.Context, gen *kafka.Generation) error {
+			return o.mergeGeneration(ctx, gctx, gen, cl, w)
+		},
 	}
-	defer group.Close()
-	for {
-		o.health.stage("merge", "joining the merge group")
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			o.m.brokerErrors.WithLabelValues("join").Inc()
-			o.log.Warn("joining the merge group failed; retrying", "err", err)
-			if !sleep(ctx, k.RetryBackoff) {
-				return nil
-			}
-			continue
-		}
-		done := make(chan error, 1)
-		gen.Start(func(gctx context.Context) { done <- o.mergeGeneration(ctx, gctx, gen, cl, w) })
-		if err := <-done; err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
+	return g.run(ctx)
 }
 
 // mergeGeneration is one generation of the merge group.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -331,56 +329,22 @@ func (o *Operator) Run(ctx context.Context) error {
 	if k.ScaleOut {
 		balancers = []kafka.GroupBalancer{inputBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}}
 	}
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:               k.GroupID,
-		GroupBalancers:   balancers,
-		Brokers:          cl.brokers,
-		Dialer:           cl.dialer,
-		Topics:           k.InputTopics,
-		SessionTimeout:   k.SessionTimeout,
-		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
-		// a member learns of a rebalance at its next heartbeat.
-		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
-		JoinGroupBackoff:  k.RetryBackoff,
-		StartOffset:       startOffset,
-		// Rebalance when input partitions appear (a topic created after
-		// the join, or partitions added), so the assignment stays complete.
-		WatchPartitionChanges:  true,
-		PartitionWatchInterval: 5 * time.Second,
-		Logger:                 kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go group: " + fmt.Sprintf(f, a...)) }),
-	})
-	if err != nil {
-		return fmt.Errorf("%w: consumer group: %v", ErrKafka, err)
+	gcfg := o.groupConfig(cl, k.GroupID, k.InputTopics, balancers, startOffset, "group")
+	// Rebalance when input partitions appear (a topic created after the
+	// join, or partitions added), so the assignment stays complete.
+	gcfg.WatchPartitionChanges, gcfg.PartitionWatchInterval = true, 5*time.Second
+	g := &groupRunner{
+		o: o, name: "consumer group", cfg: gcfg,
+		joining:    func() { o.health.set(false, "joining the consumer group") },
+		joinFailed: func(err error) { o.health.brokerError("join", err) },
+		joined:     func() { o.m.rebalances.Inc() },
+		generation: func(ctx, gctx context.Context, gen *kafka.Generation) error {
+			return o.runGeneration(ctx, gctx, gen, st)
+		},
 	}
-	defer group.Close()
-
-	for {
-		o.health.set(false, "joining the consumer group")
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			o.m.brokerErrors.WithLabelValues("join").Inc()
-			o.health.brokerError("join", err)
-			o.log.Warn("joining the consumer group failed; retrying", "err", err)
-			if !sleep(ctx, k.RetryBackoff) {
-				break
-			}
-			continue
-		}
-		o.m.rebalances.Inc()
-		done := make(chan error, 1)
-		gen.Start(func(gctx context.Context) { done <- o.runGeneration(ctx, gctx, gen, st) })
-		if err := <-done; err != nil {
-			o.health.set(false, "stopped")
-			return err
-		}
-		if ctx.Err() != nil {
-			break
-		}
+	if err := g.run(ctx); err != nil {
+		o.health.set(false, "stopped")
+		return err
 	}
 	o.health.set(false, "stopped")
 	select {
@@ -391,15 +355,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	o.log.Info("stopped")
 	return nil
 }
-
-// heartbeatInterval is the consumer groups' heartbeat period. A member
-// learns that the group rebalances (an instance joined or left) only at
-// its next heartbeat, so a scale-out deployment stands partly idle for up
-// to this long at every rebalance: with 1 s, the second instance of a
-// two-instance start waited 1.0–1.2 s for the first to notice it
-// (BenchmarkKafkaThroughput's logs, 2026-11-24). Four heartbeats a second
-// per member and group are negligible for a broker.
-const heartbeatInterval = 250 * time.Millisecond
 
 // stateSegmentMs is the state topic's segment.ms, one hour: a segment is
 // compacted after it closes, so the topic holds about an hour of records
@@ -1118,181 +1073,6 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 	}
 	o.m.partialsWritten(len(ps))
 	return nil
-}
-
-// fetchMaxWait is how long a fetch waits at the broker for new data.
-const fetchMaxWait = 250 * time.Millisecond
-
-// fetch reads one partition from pa.Offset and sends its messages, one
-// fetched batch at a time, to out until ctx ends. It talks to the
-// partition's leader directly (kafka-go's Reader hands messages over one at
-// a time through channels, which costs more than the whole pipeline behind
-// it); broker errors are retried with backoff, a lost leader is looked up
-// again.
-func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafka.PartitionAssignment, out chan<- []item) {
-	dec, err := schema.NewDecoder(o.cfg.Schema)
-	if err != nil { // validated in New; never here
-		o.log.Error("decoder", "err", err)
-		return
-	}
-	offset := pa.Offset
-	backoff := o.cfg.Kafka.RetryBackoff
-	var conn *kafka.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	fail := func(op string, err error) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		o.m.brokerErrors.WithLabelValues(op).Inc()
-		o.log.Warn("fetch failed; retrying", "op", op, "topic", topic, "partition", pa.ID, "err", err, "backoff", backoff)
-		if conn != nil {
-			conn.Close()
-			conn = nil
-		}
-		if !sleep(ctx, backoff) {
-			return false
-		}
-		backoff = min(2*backoff, o.cfg.Kafka.RetryBackoffMax)
-		return true
-	}
-	for ctx.Err() == nil {
-		if conn == nil {
-			info, err := cl.partitionInfo(ctx, topic)
-			if err != nil {
-				if !fail("fetch_metadata", err) {
-					return
-				}
-				continue
-			}
-			var leader kafka.Broker
-			for _, p := range info[topic] {
-				if p.ID == pa.ID {
-					leader = p.Leader
-				}
-			}
-			addr := net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port))
-			conn, err = cl.dialer.DialLeader(ctx, "tcp", addr, topic, pa.ID)
-			if err != nil {
-				if !fail("fetch_connect", err) {
-					return
-				}
-				continue
-			}
-			if offset < 0 { // FirstOffset or LastOffset: no committed offset
-				_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-				first, last, err := conn.ReadOffsets()
-				_ = conn.SetDeadline(time.Time{})
-				if err != nil {
-					if !fail("fetch_offsets", err) {
-						return
-					}
-					continue
-				}
-				offset = first
-				if pa.Offset == kafka.LastOffset {
-					offset = last
-				}
-			}
-		}
-		if _, err := conn.Seek(offset, kafka.SeekAbsolute); err != nil {
-			if !fail("fetch_seek", err) {
-				return
-			}
-			continue
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(fetchMaxWait + 10*time.Second))
-		issued := o.now() // before the broker takes the high watermark below
-		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 8 << 20, MaxWait: fetchMaxWait})
-		hwm := batch.HighWaterMark()
-		msgs := getItems()
-		var rerr error
-		records := 0
-		for {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				rerr = err
-				break
-			}
-			if m.Offset < offset {
-				continue
-			}
-			// The arrival time: the broker's timestamp, which kafka-go
-			// does not report for LogAppendTime batches.
-			if t, ok := logAppendTime(batch); ok {
-				m.Time = t
-			}
-			m.Topic, m.Partition, m.HighWaterMark = topic, pa.ID, hwm
-			msgs = append(msgs, item{m: m})
-			it := &msgs[len(msgs)-1]
-			decode(dec, it)
-			offset = m.Offset + 1
-			records++
-			if len(msgs) == itemChunk {
-				// Hand over a full chunk: a fetch of MaxBytes holds tens of
-				// thousands of records, and one growing slice of them cost
-				// a fifth of the CPU (copies into fresh pages).
-				select {
-				case out <- msgs:
-				case <-ctx.Done():
-					batch.Close()
-					return
-				}
-				msgs = getItems()
-			}
-		}
-		end := max(offset, batch.Offset()) // past compacted records at the end of the batch
-		cerr := batch.Close()
-		// An empty fetch ends with RequestTimedOut (nothing within
-		// MaxWait), and its high watermark is valid.
-		complete := func(err error) bool {
-			return err == nil || errors.Is(err, io.EOF) || errors.Is(err, kafka.RequestTimedOut)
-		}
-		if complete(cerr) && complete(rerr) && end >= hwm {
-			// Read to the end: every later record is appended after the
-			// fetch was issued. The marker follows this fetch's messages,
-			// so the loop sees it after them (see core.caughtUp).
-			msgs = append(msgs, item{m: kafka.Message{Topic: topic, Partition: pa.ID, Offset: end, HighWaterMark: hwm}, caughtUp: issued})
-		}
-		if records > 0 || len(msgs) > 0 {
-			backoff = o.cfg.Kafka.RetryBackoff
-		}
-		if len(msgs) > 0 {
-			select {
-			case out <- msgs:
-			case <-ctx.Done():
-				return
-			}
-		} else {
-			putItems(msgs)
-		}
-		err := cerr
-		if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
-			err = rerr
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, kafka.OffsetOutOfRange):
-			// The committed offset is gone (retention): start from the
-			// earliest data still there. Events lost to retention are
-			// simply absent from their windows.
-			o.log.Warn("offset out of range; restarting from the earliest offset", "topic", topic, "partition", pa.ID)
-			offset = kafka.FirstOffset
-			conn.Close()
-			conn = nil
-		default:
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && records == 0 {
-				continue // no data within the wait: fetch again
-			}
-			if !fail("fetch", err) {
-				return
-			}
-		}
-	}
 }
 
 // retry runs fn until it succeeds or ctx ends, with exponential backoff
