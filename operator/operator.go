@@ -191,6 +191,85 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (defers run last-in first-out)
 	defer cancel()
+	if err := o.serveObservability(ctx, &wg); err != nil {
+		return err
+	}
+
+	cl, err := newClients(o.cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	k := o.cfg.Kafka
+	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
+		"group_id", k.GroupID)
+	o.logSizing() // the plan summary, one line per series (sizing.go)
+	for _, ch := range o.plan.choices {
+		o.log.Info("mechanism chosen automatically", "choice", ch)
+	}
+
+	rec, err := o.setup(ctx, cl)
+	if err != nil {
+		if ctx.Err() != nil {
+			o.log.Info("stopped before the setup completed")
+			return nil
+		}
+		return err
+	}
+	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
+		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
+		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
+	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
+
+	w := newWriter(cl, k)
+	defer w.Close()
+
+	st := &runState{cl: cl, w: w, rec: &rec}
+	mergeErr := make(chan error, 1)
+	if k.ScaleOut {
+		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
+		// what resume does when it takes over; stage 1 only needs the
+		// first window, fixed by windows.start (validated).
+		start, _ := o.cfg.Windows.startMillis()
+		st.from = o.plan.alignUp(start)
+		mergeDone := make(chan struct{})
+		go func() {
+			defer close(mergeDone)
+			if err := o.runMerge(ctx, cl, w); err != nil {
+				mergeErr <- err
+				cancel()
+			}
+		}()
+		defer func() { cancel(); <-mergeDone }() // before the writer closes
+	} else if err := o.resume(ctx, st); err != nil {
+		o.health.set(false, "refused to start: see the log")
+		if ctx.Err() != nil {
+			return nil
+		}
+		o.log.Error("refusing to start", "err", err)
+		return err
+	}
+	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16], "scale_out", k.ScaleOut)
+
+	g := o.inputGroup(cl, st)
+	if err := g.run(ctx); err != nil {
+		o.health.set(false, "stopped")
+		return err
+	}
+	o.health.set(false, "stopped")
+	select {
+	case err := <-mergeErr:
+		return err
+	default:
+	}
+	o.log.Info("stopped")
+	return nil
+}
+
+// serveObservability starts the metrics and health listener
+// (observability.listen, none when empty) on a goroutine counted by wg,
+// and records its address for MetricsAddr once it is bound.
+func (o *Operator) serveObservability(ctx context.Context, wg *sync.WaitGroup) error {
 	if addr := o.cfg.Observability.Listen; addr != "" {
 		bound := make(chan string, 1)
 		errc := make(chan error, 1)
@@ -209,24 +288,18 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	close(o.addrReady)
+	return nil
+}
 
-	cl, err := newClients(o.cfg.Kafka)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
+// setup creates the topics the operator owns or is asked to create (the
+// state topic is the operator's own, compacted; output and dead-letter
+// topics only with kafka.create_topics), checks that the input topics
+// exist, fixes this deployment's identity and reads what earlier runs
+// left (recoverState); it retries until done or ctx ends.
+func (o *Operator) setup(ctx context.Context, cl *clients) (recovered, error) {
 	k := o.cfg.Kafka
-	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
-		"group_id", k.GroupID)
-	o.logSizing() // the plan summary, one line per series (sizing.go)
-	for _, ch := range o.plan.choices {
-		o.log.Info("mechanism chosen automatically", "choice", ch)
-	}
-
-	// Topics: the state topic is the operator's own (compacted); output
-	// and dead-letter topics are created only when asked to.
 	var rec recovered
-	err = o.retry(ctx, "setup", func(ctx context.Context) error {
+	err := o.retry(ctx, "setup", func(ctx context.Context) error {
 		// Compacted, with hourly segments: Kafka compacts only closed
 		// segments (segment.ms defaults to 7 days), and every start — and
 		// with scale-out every rebalance — reads this topic to its end.
@@ -267,56 +340,13 @@ func (o *Operator) Run(ctx context.Context) error {
 		rec = r
 		return nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			o.log.Info("stopped before the setup completed")
-			return nil
-		}
-		return err
-	}
-	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
-		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
-		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
-	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
+	return rec, err
+}
 
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cl.brokers...),
-		Transport:    cl.transport,
-		Balancer:     kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: max(k.BatchTimeout, time.Millisecond),
-		BatchSize:    1000,
-		MaxAttempts:  3,
-	}
-	defer w.Close()
-
-	st := &runState{cl: cl, w: w, rec: &rec}
-	mergeErr := make(chan error, 1)
-	if k.ScaleOut {
-		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
-		// what resume does when it takes over; stage 1 only needs the
-		// first window, fixed by windows.start (validated).
-		start, _ := o.cfg.Windows.startMillis()
-		st.from = o.plan.alignUp(start)
-		mergeDone := make(chan struct{})
-		go func() {
-			defer close(mergeDone)
-			if err := o.runMerge(ctx, cl, w); err != nil {
-				mergeErr <- err
-				cancel()
-			}
-		}()
-		defer func() { cancel(); <-mergeDone }() // before the writer closes
-	} else if err := o.resume(ctx, st); err != nil {
-		o.health.set(false, "refused to start: see the log")
-		if ctx.Err() != nil {
-			return nil
-		}
-		o.log.Error("refusing to start", "err", err)
-		return err
-	}
-	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16], "scale_out", k.ScaleOut)
-
+// inputGroup returns the runner of the input consumer group, whose
+// generations are the input topology (generation.go).
+func (o *Operator) inputGroup(cl *clients, st *runState) *groupRunner {
+	k := o.cfg.Kafka
 	startOffset := kafka.FirstOffset
 	if k.StartOffset == "latest" {
 		startOffset = kafka.LastOffset
@@ -332,7 +362,7 @@ func (o *Operator) Run(ctx context.Context) error {
 	// Rebalance when input partitions appear (a topic created after the
 	// join, or partitions added), so the assignment stays complete.
 	gcfg.WatchPartitionChanges, gcfg.PartitionWatchInterval = true, 5*time.Second
-	g := &groupRunner{
+	return &groupRunner{
 		o: o, name: "consumer group", cfg: gcfg,
 		joining:    func() { o.health.set(false, "joining the consumer group") },
 		joinFailed: func(err error) { o.health.brokerError("join", err) },
@@ -341,18 +371,6 @@ func (o *Operator) Run(ctx context.Context) error {
 			return o.runGeneration(ctx, gctx, gen, st)
 		},
 	}
-	if err := g.run(ctx); err != nil {
-		o.health.set(false, "stopped")
-		return err
-	}
-	o.health.set(false, "stopped")
-	select {
-	case err := <-mergeErr:
-		return err
-	default:
-	}
-	o.log.Info("stopped")
-	return nil
 }
 
 // stateSegmentMs is the state topic's segment.ms, one hour: a segment is

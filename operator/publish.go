@@ -17,6 +17,21 @@ import (
 	"github.com/dpstream/dpstream/windows"
 )
 
+// newWriter returns the writer of every stage (releases, state records,
+// intents, partials, dead letters): acknowledged by every in-sync
+// replica, keys partitioned as Kafka's Java clients do.
+func newWriter(cl *clients, k KafkaConfig) *kafka.Writer {
+	return &kafka.Writer{
+		Addr:         kafka.TCP(cl.brokers...),
+		Transport:    cl.transport,
+		Balancer:     kafka.Murmur2Balancer{},
+		RequiredAcks: kafka.RequireAll,
+		BatchTimeout: max(k.BatchTimeout, time.Millisecond),
+		BatchSize:    1000,
+		MaxAttempts:  3,
+	}
+}
+
 // publish releases the closed windows ws (in order) and records them
 // final; it retries until done or ctx ends. Three steps, each durable
 // before the next: the publication intent (the encoded releases and the
