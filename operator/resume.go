@@ -7,11 +7,8 @@ package operator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/dpstream/dpstream/schema"
 )
 
 // runState is what survives across generations.
@@ -222,16 +219,4 @@ func (o *Operator) recordStart(ctx context.Context, st *runState, from int64) er
 		digest = o.plan.digest
 	}
 	return o.writeState(ctx, st, stateRecord{ClosedThrough: rec.closedThrough, Origin: rec.origin, Digest: digest, Ledger: rec.ledger, Running: rec.running})
-}
-
-// intentReleaseTime is the Kafka timestamp of a release completed from a
-// publication intent: its window's scheduled publication time, as publish
-// set it (the intent stores key and value only). A value that does not
-// decode (never written by publish) gets the schedule of the intent's
-// last window, through.
-func intentReleaseTime(cfg Config, value []byte, through int64) time.Time {
-	if r, err := schema.DecodeRelease(value); err == nil {
-		return scheduledAt(cfg, r.WindowEnd)
-	}
-	return scheduledAt(cfg, through)
 }
