@@ -52,7 +52,7 @@ const noTimestampReason = "no_record_timestamp"
 
 // core is the operator's state for one consumer group generation: the
 // decoder, the windows, and the offset bookkeeping that decides what may be
-// committed. It does no I/O; the Kafka loop in operator.go feeds it.
+// committed. It does no I/O; the generation's loop (generation.go) feeds it.
 //
 // Commit rule: for every partition, the committed offset is the smallest
 // of (a) the offset after the last message processed and (b) the smallest

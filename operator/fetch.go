@@ -23,7 +23,7 @@ import (
 // fetchMaxWait is how long a fetch waits at the broker for new data.
 const fetchMaxWait = 250 * time.Millisecond
 
-// itemChunk is the most items a fetcher hands over at once (see fetch):
+// itemChunk is the most items a fetcher hands over at once (see readBatch):
 // large enough that the channel costs nothing per item, small enough
 // (about 300 KiB) that a chunk is reused from itemPool rather than
 // allocated in fresh pages.
