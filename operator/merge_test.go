@@ -7,6 +7,8 @@ package operator
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"math"
 	"testing"
 
@@ -26,7 +28,7 @@ func TestMergerAdd(t *testing.T) {
 	c := stateTestConfig()
 	c.Kafka.ScaleOut = true
 	reg := prometheus.NewRegistry()
-	op, err := New(c, WithKey(testKey()), WithRegistry(reg))
+	op, err := New(c, WithKey(testKey()), WithRegistry(reg), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
