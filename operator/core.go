@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -53,7 +52,7 @@ const noTimestampReason = "no_record_timestamp"
 
 // core is the operator's state for one consumer group generation: the
 // decoder, the windows, and the offset bookkeeping that decides what may be
-// committed. It does no I/O; the Kafka loop in operator.go feeds it.
+// committed. It does no I/O; the generation's loop (generation.go) feeds it.
 //
 // Commit rule: for every partition, the committed offset is the smallest
 // of (a) the offset after the last message processed and (b) the smallest
@@ -201,41 +200,6 @@ type item struct {
 	ev       schema.Event
 	reason   schema.Reason // ReasonNone: ev is valid
 	caughtUp time.Time     // non-zero: a caught-up marker, not a message
-}
-
-// itemChunk is the most items a fetcher hands over at once (see fetch):
-// large enough that the channel costs nothing per item, small enough
-// (about 300 KiB) that a chunk is reused from itemPool rather than
-// allocated in fresh pages.
-const itemChunk = 1024
-
-// itemPool holds empty chunks of capacity itemChunk.
-var itemPool = sync.Pool{New: func() any { s := make([]item, 0, itemChunk); return &s }}
-
-// getItems returns an empty chunk.
-func getItems() []item { return (*itemPool.Get().(*[]item))[:0] }
-
-// putItems returns a chunk that has been consumed. It is cleared first:
-// nothing of one fetch (message bytes, decoded strings) stays reachable
-// through the pool, and a reused item starts as a fresh one.
-func putItems(s []item) {
-	if cap(s) != itemChunk {
-		return
-	}
-	s = s[:itemChunk]
-	clear(s)
-	s = s[:0]
-	itemPool.Put(&s)
-}
-
-// decode fills it.ev and it.reason from it.m with dec.
-func decode(dec *schema.Decoder, it *item) {
-	if err := dec.Decode(it.m.Value, &it.ev); err != nil {
-		it.reason = schema.ReasonOf(err)
-		if it.reason == schema.ReasonNone {
-			it.reason = schema.ReasonMalformed
-		}
-	}
 }
 
 // handle decodes and processes one input message.

@@ -29,54 +29,49 @@ import (
 // publishes.
 func (o *Operator) runMerge(ctx context.Context, cl *clients, w *kafka.Writer) error {
 	k := o.cfg.Kafka
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: k.mergeGroup(),
-		// The merging instance is the one the input group gives the
-		// smaller share (balance.go).
-		GroupBalancers:   []kafka.GroupBalancer{mergeBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}},
-		Brokers:          cl.brokers,
-		Dialer:           cl.dialer,
-		Topics:           []string{k.partialsTopic()},
-		SessionTimeout:   k.SessionTimeout,
-		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
-		// a member learns of a rebalance at its next heartbeat.
-		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
-		JoinGroupBackoff:  k.RetryBackoff,
-		StartOffset:       kafka.FirstOffset,
-		Logger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:       kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go merge group: " + fmt.Sprintf(f, a...)) }),
-	})
-	if err != nil {
-		return fmt.Errorf("%w: merge consumer group: %v", ErrKafka, err)
+	// The merging instance is the one the input group gives the smaller
+	// share (balance.go).
+	balancers := []kafka.GroupBalancer{mergeBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}}
+	g := &groupRunner{
+		o: o, name: "merge group",
+		cfg:     o.groupConfig(cl, k.mergeGroup(), []string{k.partialsTopic()}, balancers, kafka.FirstOffset, "merge group"),
+		joining: func() { o.health.stage("merge", "joining the merge group") },
+		generation: func(ctx, gctx context.Context, gen *kafka.Generation) error {
+			return o.mergeGeneration(ctx, gctx, gen, cl, w)
+		},
 	}
-	defer group.Close()
-	for {
-		o.health.stage("merge", "joining the merge group")
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			o.m.brokerErrors.WithLabelValues("join").Inc()
-			o.log.Warn("joining the merge group failed; retrying", "err", err)
-			if !sleep(ctx, k.RetryBackoff) {
-				return nil
-			}
-			continue
-		}
-		done := make(chan error, 1)
-		gen.Start(func(gctx context.Context) { done <- o.mergeGeneration(ctx, gctx, gen, cl, w) })
-		if err := <-done; err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-	}
+	return g.run(ctx)
 }
 
-// mergeGeneration is one generation of the merge group.
+// merger is stage 2 in one generation of the merge group in which this
+// instance owns the partials topic: it reads the partial states, merges
+// every window whose partials are all here and publishes it on schedule
+// (the merge node of the topology; merged windows go to the same release
+// and publish stages as a single instance's).
+type merger struct {
+	o   *Operator
+	ctx context.Context // ends with the run or the generation
+	gen *kafka.Generation
+	pa  kafka.PartitionAssignment // the partials topic's one partition
+	st  *runState
+	rec *recovered
+
+	wcfg     windows.Config
+	seed     [32]byte
+	size     int64
+	asm      *assembler
+	expected map[int32]bool // the ids of every input partition (partitionID)
+
+	next       int64                               // the next window to publish
+	pending    map[int64]map[int32]windows.Partial // window start → input partition → its first complete partial
+	firstOff   map[int64]int64                     // window start → offset of its oldest chunk
+	nextOffset int64                               // after the last message read (-1: none)
+	committed  int64                               // the offset last committed (-2: none)
+}
+
+// mergeGeneration is one generation of the merge group: a standby waits
+// for the next; the owner of the partials topic takes over (recovery,
+// as at a start) and merges.
 func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generation, cl *clients, w *kafka.Writer) error {
 	k := o.cfg.Kafka
 	pas := gen.Assignments[k.partialsTopic()]
@@ -88,13 +83,47 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 		}
 		return nil
 	}
-	pa := pas[0]
 	mctx, mcancel := ctxOr(ctx, gctx)
 	defer mcancel()
+	m, err := o.takeOver(mctx, gen, pas[0], cl, w)
+	if m == nil {
+		return err
+	}
+	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(m.next), "input_partitions", len(m.expected))
+	o.m.merging.Set(1) // before the stage line, which tests wait for
+	o.health.stage("merge", "merging (this instance publishes)")
+	defer func() {
+		o.m.merging.Set(0)
+		o.m.mergeGauges(0, 0)
+	}()
 
-	// Take over: what earlier owners left in the state topic (an
-	// unfinished publication is completed first), and how many input
-	// partitions every window needs.
+	// The reader: the partials topic from the committed offset.
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: cl.brokers, Topic: k.partialsTopic(), Partition: m.pa.ID, Dialer: cl.dialer,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: fetchMaxWait,
+	})
+	defer r.Close()
+	offset := m.pa.Offset
+	if offset < 0 {
+		offset = kafka.FirstOffset
+	}
+	if err := r.SetOffset(offset); err != nil {
+		return fmt.Errorf("%w: partials topic: %v", ErrKafka, err)
+	}
+	rctx, rcancel := context.WithCancel(mctx)
+	defer rcancel()
+	in := readPartials(rctx, r)
+	m.newAssembler()
+	return m.run(in)
+}
+
+// takeOver reads what earlier owners left in the state topic (an
+// unfinished publication is completed first, see resume) and how many
+// input partitions every window needs, and returns the merger; nil with
+// the generation's result when it cannot merge (nil: the generation or
+// the run ended).
+func (o *Operator) takeOver(mctx context.Context, gen *kafka.Generation, pa kafka.PartitionAssignment, cl *clients, w *kafka.Writer) (*merger, error) {
+	k := o.cfg.Kafka
 	o.health.stage("merge", "reading the state and output topics")
 	var rec recovered
 	var expected map[int32]bool
@@ -111,146 +140,79 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	})
 	if err != nil {
 		if mctx.Err() != nil {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
 	st := &runState{cl: cl, w: w, rec: &rec}
 	if err := o.resume(mctx, st); err != nil {
 		if mctx.Err() != nil {
-			return nil
+			return nil, nil
 		}
 		o.log.Error("refusing to merge", "err", err)
-		return err
+		return nil, err
 	}
-	wcfg := windowsConfig(o.cfg, len(o.plan.labels))
-	seed := seedFromKey(o.key)
-	next := st.emitFrom(o.plan)
-	size := o.plan.size
-	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(next), "input_partitions", len(expected))
-	o.m.merging.Set(1) // before the stage line, which tests wait for
-	o.health.stage("merge", "merging (this instance publishes)")
-	defer func() {
-		o.m.merging.Set(0)
-		o.m.mergeGauges(0, 0)
-	}()
+	m := &merger{
+		o: o, ctx: mctx, gen: gen, pa: pa, st: st, rec: &rec,
+		wcfg: windowsConfig(o.cfg, len(o.plan.labels)), seed: seedFromKey(o.key), size: o.plan.size,
+		expected: expected, next: st.emitFrom(o.plan),
+		pending: map[int64]map[int32]windows.Partial{}, firstOff: map[int64]int64{},
+		nextOffset: -1, committed: -2,
+	}
+	return m, nil
+}
 
-	// The reader: the partials topic from the committed offset.
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: cl.brokers, Topic: k.partialsTopic(), Partition: pa.ID, Dialer: cl.dialer,
-		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: fetchMaxWait,
-	})
-	defer r.Close()
-	offset := pa.Offset
-	if offset < 0 {
-		offset = kafka.FirstOffset
-	}
-	if err := r.SetOffset(offset); err != nil {
-		return fmt.Errorf("%w: partials topic: %v", ErrKafka, err)
-	}
-	type msg struct {
-		m   kafka.Message
-		err error
-	}
-	in := make(chan msg, 256)
-	rctx, rcancel := context.WithCancel(mctx)
-	defer rcancel()
-	go func() {
-		defer close(in)
-		for {
-			m, err := r.ReadMessage(rctx)
-			select {
-			case in <- msg{m, err}:
-			case <-rctx.Done():
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-
+// newAssembler sets up the assembler of the partials' chunks.
+func (m *merger) newAssembler() {
+	o, k, rec := m.o, m.o.cfg.Kafka, m.rec
 	// Partials bound to this deployment; the previous format only for
 	// the windows in flight at the upgrade (assembler.v2Before).
-	asm := newAssembler(partialMACKey(o.key, partialBindingOf(k, o.plan.digest)), partialMACKeyV2(o.key), rec.boundFrom)
-	if pb, ok := previousBinding(&rec, partialBindingOf(k, o.plan.digest)); ok {
+	cur := partialBindingOf(k, o.plan.digest)
+	m.asm = newAssembler(partialMACKey(o.key, cur), partialMACKeyV2(o.key), rec.boundFrom)
+	if pb, ok := previousBinding(rec, cur); ok {
 		// A configuration change since the last publication: the
 		// partials of the windows in flight were written under the
 		// previous binding, and stage 1 committed behind them.
-		asm.prevKey, asm.prevBefore = partialMACKey(o.key, pb), max(next, o.plan.alignUp(o.now().UnixMilli()))
+		m.asm.prevKey, m.asm.prevBefore = partialMACKey(o.key, pb), max(m.next, o.plan.alignUp(o.now().UnixMilli()))
 		o.log.Info("the configuration changed since the last publication: partials of the previous configuration are accepted for windows before the cutoff",
-			"cutoff", tsString(asm.prevBefore))
+			"cutoff", tsString(m.asm.prevBefore))
 	}
-	pending := map[int64]map[int32]windows.Partial{} // window start → input partition → its first complete partial
-	// gauges shows what publication waits for (metrics.go; sensitive).
-	gauges := func() {
-		if !o.m.sensitive() {
-			return
-		}
-		missing := 0
-		for id := range expected {
-			if _, ok := pending[next][id]; !ok {
-				missing++
+}
+
+// partialMsg is a message of the partials topic, or the reader's error.
+type partialMsg struct {
+	m   kafka.Message
+	err error
+}
+
+// readPartials reads r on its own goroutine until ctx ends or a read
+// fails (the error is the last value sent); the channel closes then.
+func readPartials(ctx context.Context, r *kafka.Reader) <-chan partialMsg {
+	in := make(chan partialMsg, 256)
+	go func() {
+		defer close(in)
+		for {
+			m, err := r.ReadMessage(ctx)
+			select {
+			case in <- partialMsg{m, err}:
+			case <-ctx.Done():
+				return
 			}
-		}
-		o.m.mergeGauges(len(pending), missing)
-	}
-	gauges()
-	firstOff := map[int64]int64{} // window start → offset of its oldest chunk
-	nextOffset := int64(-1)       // after the last message read
-	committed := int64(-2)
-	commit := func() {
-		off := nextOffset
-		if off < 0 {
-			return
-		}
-		for _, f := range firstOff {
-			off = min(off, f)
-		}
-		if f, ok := asm.oldest(); ok {
-			off = min(off, f)
-		}
-		if off == committed {
-			return
-		}
-		if err := gen.CommitOffsets(map[string]map[int]int64{k.partialsTopic(): {pa.ID: off}}); err != nil {
-			o.m.brokerErrors.WithLabelValues("commit").Inc()
-			o.log.Warn("committing the partials offset failed; will retry", "err", err)
-			return
-		}
-		committed = off
-	}
-	// publishReady publishes every window, in order, whose partials are
-	// all here and whose scheduled publication time (scheduledAt) has
-	// come by the operator's clock: stage 1 writes a window's partials as
-	// soon as its data closes it, so without the hold a record arriving
-	// after a window's end would show in when the window is published
-	// (issue 18). It reports whether the generation must end, and why.
-	publishReady := func() (stop bool, err error) {
-		for complete(pending[next], expected) && !o.now().Before(scheduledAt(o.cfg, next+size)) {
-			parts := make([]windows.Partial, 0, len(expected))
-			for _, pid := range slices.Sorted(maps.Keys(pending[next])) {
-				parts = append(parts, pending[next][pid])
-			}
-			win, err := windows.MergePartials(wcfg, seed, parts)
 			if err != nil {
-				return true, fmt.Errorf("operator: merging window %s: %w", tsString(next), err)
+				return
 			}
-			if err := o.publish(mctx, st, []windows.Window{win}, o.now()); err != nil {
-				if errors.Is(err, errCrash) || mctx.Err() == nil {
-					return true, err
-				}
-				return true, nil
-			}
-			delete(pending, next)
-			delete(firstOff, next)
-			next += size
-			asm.drop(next)
 		}
-		gauges()
-		return false, nil
-	}
-	tick := time.NewTicker(k.CommitInterval)
+	}()
+	return in
+}
+
+// run is the merger's loop: it takes the partials as they come, publishes
+// the windows that are complete and due, and commits the partials offset
+// every commit interval.
+func (m *merger) run(in <-chan partialMsg) error {
+	o := m.o
+	m.gauges()
+	tick := time.NewTicker(o.cfg.Kafka.CommitInterval)
 	defer tick.Stop()
 	// hold re-checks the windows that wait for their scheduled time.
 	hold := time.NewTicker(tickInterval(o.cfg))
@@ -262,98 +224,191 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 				return nil
 			}
 			if mm.err != nil {
-				if mctx.Err() != nil {
-					commit()
+				if m.ctx.Err() != nil {
+					m.commit()
 					return nil
 				}
 				o.m.brokerErrors.WithLabelValues("merge_fetch").Inc()
 				return fmt.Errorf("%w: reading the partials topic: %v", ErrKafka, mm.err)
 			}
-			nextOffset = mm.m.Offset + 1
-			c, err := decodePartialChunk(mm.m.Value)
-			if err != nil {
-				o.m.partialsRejected.WithLabelValues("not_partial").Inc()
-				o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", mm.m.Offset)
+			if !m.add(mm.m) {
 				continue
 			}
-			if c.id.start < next {
-				continue // a window already final (a replayed stage 1 writes it again)
-			}
-			b, first, err := asm.add(c, mm.m.Offset)
-			if errors.Is(err, errPartialV2) {
-				// Never written by this deployment after the cutoff: a
-				// replay, or an instance of an earlier version still
-				// running (upgrades stop every instance first).
-				o.m.partialsRejected.WithLabelValues("old_format").Inc()
-				o.log.Error("rejecting a partial state of the previous format (dpp2) for a window after the upgrade cutoff: "+
-					"a replay, or an instance of an earlier version still writes; stop every instance of an earlier version, "+
-					"then see the upgrade notes if a window waits for this partition",
-					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid, "cutoff", tsString(rec.boundFrom))
-				continue
-			}
-			if errors.Is(err, errPartialMAC) {
-				o.m.partialsRejected.WithLabelValues("mac").Inc()
-				o.log.Warn("rejecting a partial state that this deployment did not write (damaged, another deployment's: "+
-					"another key, namespace, configuration, input topics or partials topic; or this deployment's from before a key "+
-					"rotation or two configuration changes): if a window waits for this partition, replay its input (see the upgrade notes)",
-					"offset", mm.m.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
-				continue
-			}
-			if err != nil {
-				o.m.partialsRejected.WithLabelValues("damaged").Inc()
-				o.log.Warn("skipping a damaged partial state", "offset", mm.m.Offset, "err", err)
-				continue
-			}
-			if b == nil {
-				continue
-			}
-			var p windows.Partial
-			if err := p.UnmarshalBinary(b); err != nil {
-				o.m.partialsRejected.WithLabelValues("damaged").Inc()
-				o.log.Warn("skipping an undecodable partial state", "offset", mm.m.Offset, "err", err)
-				continue
-			}
-			if !expected[c.id.pid] {
-				// A partition added to the input since this generation
-				// started: count it from now on.
-				ids, err := o.inputPartitionIDs(mctx, cl)
-				if err != nil || !ids[c.id.pid] {
-					o.log.Warn("skipping a partial state of an unknown input partition", "partition_id", c.id.pid)
-					continue
-				}
-				expected = ids
-			}
-			ps := pending[c.id.start]
-			if ps == nil {
-				ps = map[int32]windows.Partial{}
-				pending[c.id.start] = ps
-			}
-			if _, dup := ps[c.id.pid]; dup {
-				continue // first complete partial wins: a replay after a rebalance may write a shorter one later
-			}
-			if len(p.Partitions) != 1 || p.Partitions[0] != c.id.pid || p.Start != c.id.start {
-				o.m.partialsRejected.WithLabelValues("damaged").Inc()
-				o.log.Warn("skipping a partial state whose content does not match its message", "offset", mm.m.Offset)
-				continue
-			}
-			ps[c.id.pid] = p
-			if f, ok := firstOff[c.id.start]; !ok || first < f {
-				firstOff[c.id.start] = first
-			}
-			if stop, err := publishReady(); stop {
+			if stop, err := m.publishReady(); stop {
 				return err
 			}
 		case <-hold.C:
-			if stop, err := publishReady(); stop {
+			if stop, err := m.publishReady(); stop {
 				return err
 			}
 		case <-tick.C:
-			commit()
-		case <-mctx.Done():
-			commit() // may fail when the generation is gone; the next owner replays from the last commit
+			m.commit()
+		case <-m.ctx.Done():
+			m.commit() // may fail when the generation is gone; the next owner replays from the last commit
 			return nil
 		}
 	}
+}
+
+// gauges shows what publication waits for (metrics.go; sensitive).
+func (m *merger) gauges() {
+	if !m.o.m.sensitive() {
+		return
+	}
+	missing := 0
+	for id := range m.expected {
+		if _, ok := m.pending[m.next][id]; !ok {
+			missing++
+		}
+	}
+	m.o.m.mergeGauges(len(m.pending), missing)
+}
+
+// commit commits the partials offset below which every chunk belongs to a
+// published window (or to nothing); a failure is retried at the next
+// commit.
+func (m *merger) commit() {
+	off := m.nextOffset
+	if off < 0 {
+		return
+	}
+	for _, f := range m.firstOff {
+		off = min(off, f)
+	}
+	if f, ok := m.asm.oldest(); ok {
+		off = min(off, f)
+	}
+	if off == m.committed {
+		return
+	}
+	if err := m.gen.CommitOffsets(map[string]map[int]int64{m.o.cfg.Kafka.partialsTopic(): {m.pa.ID: off}}); err != nil {
+		m.o.m.brokerErrors.WithLabelValues("commit").Inc()
+		m.o.log.Warn("committing the partials offset failed; will retry", "err", err)
+		return
+	}
+	m.committed = off
+}
+
+// publishReady publishes every window, in order, whose partials are all
+// here and whose scheduled publication time (scheduledAt) has come by the
+// operator's clock: stage 1 writes a window's partials as soon as its
+// data closes it, so without the hold a record arriving after a window's
+// end would show in when the window is published (issue 18). It reports
+// whether the generation must end, and why.
+func (m *merger) publishReady() (stop bool, err error) {
+	o := m.o
+	for complete(m.pending[m.next], m.expected) && !o.now().Before(scheduledAt(o.cfg, m.next+m.size)) {
+		parts := make([]windows.Partial, 0, len(m.expected))
+		for _, pid := range slices.Sorted(maps.Keys(m.pending[m.next])) {
+			parts = append(parts, m.pending[m.next][pid])
+		}
+		win, err := windows.MergePartials(m.wcfg, m.seed, parts)
+		if err != nil {
+			return true, fmt.Errorf("operator: merging window %s: %w", tsString(m.next), err)
+		}
+		if err := o.publish(m.ctx, m.st, []windows.Window{win}, o.now()); err != nil {
+			if errors.Is(err, errCrash) || m.ctx.Err() == nil {
+				return true, err
+			}
+			return true, nil
+		}
+		delete(m.pending, m.next)
+		delete(m.firstOff, m.next)
+		m.next += m.size
+		m.asm.drop(m.next)
+	}
+	m.gauges()
+	return false, nil
+}
+
+// add takes one message of the partials topic: a chunk of a partial
+// state, assembled with the others of its partial; it reports whether a
+// partial was completed and is now pending. Messages that are not this
+// deployment's partials are counted and skipped.
+func (m *merger) add(msg kafka.Message) bool {
+	m.nextOffset = msg.Offset + 1
+	c, p, first, ok := m.assemble(msg)
+	if !ok {
+		return false
+	}
+	o := m.o
+	if !m.expected[c.id.pid] {
+		// A partition added to the input since this generation
+		// started: count it from now on.
+		ids, err := o.inputPartitionIDs(m.ctx, m.st.cl)
+		if err != nil || !ids[c.id.pid] {
+			o.log.Warn("skipping a partial state of an unknown input partition", "partition_id", c.id.pid)
+			return false
+		}
+		m.expected = ids
+	}
+	ps := m.pending[c.id.start]
+	if ps == nil {
+		ps = map[int32]windows.Partial{}
+		m.pending[c.id.start] = ps
+	}
+	if _, dup := ps[c.id.pid]; dup {
+		return false // first complete partial wins: a replay after a rebalance may write a shorter one later
+	}
+	if len(p.Partitions) != 1 || p.Partitions[0] != c.id.pid || p.Start != c.id.start {
+		o.m.partialsRejected.WithLabelValues("damaged").Inc()
+		o.log.Warn("skipping a partial state whose content does not match its message", "offset", msg.Offset)
+		return false
+	}
+	ps[c.id.pid] = p
+	if f, ok := m.firstOff[c.id.start]; !ok || first < f {
+		m.firstOff[c.id.start] = first
+	}
+	return true
+}
+
+// assemble decodes msg as a chunk of a partial state and adds it to the
+// assembler; ok is true when it completed a partial of a window not yet
+// final, which is returned decoded with the offset of its first chunk.
+// Rejections are counted by reason and logged without content.
+func (m *merger) assemble(msg kafka.Message) (c partialChunk, p windows.Partial, first int64, ok bool) {
+	o := m.o
+	c, err := decodePartialChunk(msg.Value)
+	if err != nil {
+		o.m.partialsRejected.WithLabelValues("not_partial").Inc()
+		o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", msg.Offset)
+		return c, p, 0, false
+	}
+	if c.id.start < m.next {
+		return c, p, 0, false // a window already final (a replayed stage 1 writes it again)
+	}
+	b, first, err := m.asm.add(c, msg.Offset)
+	switch {
+	case errors.Is(err, errPartialV2):
+		// Never written by this deployment after the cutoff: a
+		// replay, or an instance of an earlier version still
+		// running (upgrades stop every instance first).
+		o.m.partialsRejected.WithLabelValues("old_format").Inc()
+		o.log.Error("rejecting a partial state of the previous format (dpp2) for a window after the upgrade cutoff: "+
+			"a replay, or an instance of an earlier version still writes; stop every instance of an earlier version, "+
+			"then see the upgrade notes if a window waits for this partition",
+			"offset", msg.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid, "cutoff", tsString(m.rec.boundFrom))
+		return c, p, 0, false
+	case errors.Is(err, errPartialMAC):
+		o.m.partialsRejected.WithLabelValues("mac").Inc()
+		o.log.Warn("rejecting a partial state that this deployment did not write (damaged, another deployment's: "+
+			"another key, namespace, configuration, input topics or partials topic; or this deployment's from before a key "+
+			"rotation or two configuration changes): if a window waits for this partition, replay its input (see the upgrade notes)",
+			"offset", msg.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
+		return c, p, 0, false
+	case err != nil:
+		o.m.partialsRejected.WithLabelValues("damaged").Inc()
+		o.log.Warn("skipping a damaged partial state", "offset", msg.Offset, "err", err)
+		return c, p, 0, false
+	case b == nil:
+		return c, p, 0, false
+	}
+	if err := p.UnmarshalBinary(b); err != nil {
+		o.m.partialsRejected.WithLabelValues("damaged").Inc()
+		o.log.Warn("skipping an undecodable partial state", "offset", msg.Offset, "err", err)
+		return c, p, 0, false
+	}
+	return c, p, first, true
 }
 
 // complete reports whether ps has a partial of every expected partition.

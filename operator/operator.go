@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 
@@ -42,12 +39,10 @@ type Operator struct {
 	// Run before anything reads the state.
 	identity *deploymentRecord
 
-	// crash, when set (tests only), is asked at each publication stage
-	// ("half": write half of the releases; "releases": all written, state
-	// not yet; "state": state written, offsets not yet committed); true
-	// makes Run return errCrash at once, without draining or committing,
-	// like a killed process.
-	crash func(stage string) bool
+	// crash, when set (tests only), is asked at each crash point of the
+	// publication protocol (crash.go); true makes Run return errCrash at
+	// once, without draining or committing, like a killed process.
+	crash func(crashPoint) bool
 
 	mu          sync.Mutex
 	metricsAddr string
@@ -64,9 +59,6 @@ type Published struct {
 	Withheld int              // groups withheld by private group selection
 	Latency  time.Duration    // from the window's release (at or after its scheduled publication time) to acknowledgement
 }
-
-// errCrash is returned by Run when a test's crash hook fired.
-var errCrash = errors.New("operator: simulated crash")
 
 // Option configures New.
 type Option func(*Operator)
@@ -200,6 +192,85 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (defers run last-in first-out)
 	defer cancel()
+	if err := o.serveObservability(ctx, &wg); err != nil {
+		return err
+	}
+
+	cl, err := newClients(o.cfg.Kafka)
+	if err != nil {
+		return err
+	}
+	defer cl.close()
+	k := o.cfg.Kafka
+	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
+		"group_id", k.GroupID)
+	o.logSizing() // the plan summary, one line per series (sizing.go)
+	for _, ch := range o.plan.choices {
+		o.log.Info("mechanism chosen automatically", "choice", ch)
+	}
+
+	rec, err := o.setup(ctx, cl)
+	if err != nil {
+		if ctx.Err() != nil {
+			o.log.Info("stopped before the setup completed")
+			return nil
+		}
+		return err
+	}
+	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
+		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
+		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
+	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
+
+	w := newWriter(cl, k)
+	defer w.Close()
+
+	st := &runState{cl: cl, w: w, rec: &rec}
+	mergeErr := make(chan error, 1)
+	if k.ScaleOut {
+		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
+		// what resume does when it takes over; stage 1 only needs the
+		// first window, fixed by windows.start (validated).
+		start, _ := o.cfg.Windows.startMillis()
+		st.from = o.plan.alignUp(start)
+		mergeDone := make(chan struct{})
+		go func() {
+			defer close(mergeDone)
+			if err := o.runMerge(ctx, cl, w); err != nil {
+				mergeErr <- err
+				cancel()
+			}
+		}()
+		defer func() { cancel(); <-mergeDone }() // before the writer closes
+	} else if err := o.resume(ctx, st); err != nil {
+		o.health.set(false, "refused to start: see the log")
+		if ctx.Err() != nil {
+			return nil
+		}
+		o.log.Error("refusing to start", "err", err)
+		return err
+	}
+	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16], "scale_out", k.ScaleOut)
+
+	g := o.inputGroup(cl, st)
+	if err := g.run(ctx); err != nil {
+		o.health.set(false, "stopped")
+		return err
+	}
+	o.health.set(false, "stopped")
+	select {
+	case err := <-mergeErr:
+		return err
+	default:
+	}
+	o.log.Info("stopped")
+	return nil
+}
+
+// serveObservability starts the metrics and health listener
+// (observability.listen, none when empty) on a goroutine counted by wg,
+// and records its address for MetricsAddr once it is bound.
+func (o *Operator) serveObservability(ctx context.Context, wg *sync.WaitGroup) error {
 	if addr := o.cfg.Observability.Listen; addr != "" {
 		bound := make(chan string, 1)
 		errc := make(chan error, 1)
@@ -218,24 +289,18 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 	}
 	close(o.addrReady)
+	return nil
+}
 
-	cl, err := newClients(o.cfg.Kafka)
-	if err != nil {
-		return err
-	}
-	defer cl.close()
+// setup creates the topics the operator owns or is asked to create (the
+// state topic is the operator's own, compacted; output and dead-letter
+// topics only with kafka.create_topics), checks that the input topics
+// exist, fixes this deployment's identity and reads what earlier runs
+// left (recoverState); it retries until done or ctx ends.
+func (o *Operator) setup(ctx context.Context, cl *clients) (recovered, error) {
 	k := o.cfg.Kafka
-	o.log.Info("starting", "brokers", cl.brokers, "input_topics", k.InputTopics, "output_topic", k.OutputTopic,
-		"group_id", k.GroupID)
-	o.logSizing() // the plan summary, one line per series (sizing.go)
-	for _, ch := range o.plan.choices {
-		o.log.Info("mechanism chosen automatically", "choice", ch)
-	}
-
-	// Topics: the state topic is the operator's own (compacted); output
-	// and dead-letter topics are created only when asked to.
 	var rec recovered
-	err = o.retry(ctx, "setup", func(ctx context.Context) error {
+	err := o.retry(ctx, "setup", func(ctx context.Context) error {
 		// Compacted, with hourly segments: Kafka compacts only closed
 		// segments (segment.ms defaults to 7 days), and every start — and
 		// with scale-out every rebalance — reads this topic to its end.
@@ -276,56 +341,13 @@ func (o *Operator) Run(ctx context.Context) error {
 		rec = r
 		return nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			o.log.Info("stopped before the setup completed")
-			return nil
-		}
-		return err
-	}
-	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
-		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
-		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
-	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
+	return rec, err
+}
 
-	w := &kafka.Writer{
-		Addr:         kafka.TCP(cl.brokers...),
-		Transport:    cl.transport,
-		Balancer:     kafka.Murmur2Balancer{},
-		RequiredAcks: kafka.RequireAll,
-		BatchTimeout: max(k.BatchTimeout, time.Millisecond),
-		BatchSize:    1000,
-		MaxAttempts:  3,
-	}
-	defer w.Close()
-
-	st := &runState{cl: cl, w: w, rec: &rec}
-	mergeErr := make(chan error, 1)
-	if k.ScaleOut {
-		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
-		// what resume does when it takes over; stage 1 only needs the
-		// first window, fixed by windows.start (validated).
-		start, _ := o.cfg.Windows.startMillis()
-		st.from = o.plan.alignUp(start)
-		mergeDone := make(chan struct{})
-		go func() {
-			defer close(mergeDone)
-			if err := o.runMerge(ctx, cl, w); err != nil {
-				mergeErr <- err
-				cancel()
-			}
-		}()
-		defer func() { cancel(); <-mergeDone }() // before the writer closes
-	} else if err := o.resume(ctx, st); err != nil {
-		o.health.set(false, "refused to start: see the log")
-		if ctx.Err() != nil {
-			return nil
-		}
-		o.log.Error("refusing to start", "err", err)
-		return err
-	}
-	o.log.Info("releasing from", "first_window", tsString(st.from), "config_digest", o.plan.digest[:16], "scale_out", k.ScaleOut)
-
+// inputGroup returns the runner of the input consumer group, whose
+// generations are the input topology (generation.go).
+func (o *Operator) inputGroup(cl *clients, st *runState) *groupRunner {
+	k := o.cfg.Kafka
 	startOffset := kafka.FirstOffset
 	if k.StartOffset == "latest" {
 		startOffset = kafka.LastOffset
@@ -337,969 +359,25 @@ func (o *Operator) Run(ctx context.Context) error {
 	if k.ScaleOut {
 		balancers = []kafka.GroupBalancer{inputBalancer{tokenData{o.token}}, kafka.RangeGroupBalancer{}}
 	}
-	group, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID:               k.GroupID,
-		GroupBalancers:   balancers,
-		Brokers:          cl.brokers,
-		Dialer:           cl.dialer,
-		Topics:           k.InputTopics,
-		SessionTimeout:   k.SessionTimeout,
-		RebalanceTimeout: k.SessionTimeout,
-		// Heartbeats every heartbeatInterval (kafka-go's default is 3 s):
-		// a member learns of a rebalance at its next heartbeat.
-		HeartbeatInterval: min(heartbeatInterval, k.SessionTimeout/3),
-		JoinGroupBackoff:  k.RetryBackoff,
-		StartOffset:       startOffset,
-		// Rebalance when input partitions appear (a topic created after
-		// the join, or partitions added), so the assignment stays complete.
-		WatchPartitionChanges:  true,
-		PartitionWatchInterval: 5 * time.Second,
-		Logger:                 kafka.LoggerFunc(func(f string, a ...any) { o.log.Debug("kafka-go group: " + fmt.Sprintf(f, a...)) }),
-		ErrorLogger:            kafka.LoggerFunc(func(f string, a ...any) { o.log.Warn("kafka-go group: " + fmt.Sprintf(f, a...)) }),
-	})
-	if err != nil {
-		return fmt.Errorf("%w: consumer group: %v", ErrKafka, err)
+	gcfg := o.groupConfig(cl, k.GroupID, k.InputTopics, balancers, startOffset, "group")
+	// Rebalance when input partitions appear (a topic created after the
+	// join, or partitions added), so the assignment stays complete.
+	gcfg.WatchPartitionChanges, gcfg.PartitionWatchInterval = true, 5*time.Second
+	return &groupRunner{
+		o: o, name: "consumer group", cfg: gcfg,
+		joining:    func() { o.health.set(false, "joining the consumer group") },
+		joinFailed: func(err error) { o.health.brokerError("join", err) },
+		joined:     func() { o.m.rebalances.Inc() },
+		generation: func(ctx, gctx context.Context, gen *kafka.Generation) error {
+			return o.runGeneration(ctx, gctx, gen, st)
+		},
 	}
-	defer group.Close()
-
-	for {
-		o.health.set(false, "joining the consumer group")
-		gen, err := group.Next(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			o.m.brokerErrors.WithLabelValues("join").Inc()
-			o.health.brokerError("join", err)
-			o.log.Warn("joining the consumer group failed; retrying", "err", err)
-			if !sleep(ctx, k.RetryBackoff) {
-				break
-			}
-			continue
-		}
-		o.m.rebalances.Inc()
-		done := make(chan error, 1)
-		gen.Start(func(gctx context.Context) { done <- o.runGeneration(ctx, gctx, gen, st) })
-		if err := <-done; err != nil {
-			o.health.set(false, "stopped")
-			return err
-		}
-		if ctx.Err() != nil {
-			break
-		}
-	}
-	o.health.set(false, "stopped")
-	select {
-	case err := <-mergeErr:
-		return err
-	default:
-	}
-	o.log.Info("stopped")
-	return nil
 }
-
-// heartbeatInterval is the consumer groups' heartbeat period. A member
-// learns that the group rebalances (an instance joined or left) only at
-// its next heartbeat, so a scale-out deployment stands partly idle for up
-// to this long at every rebalance: with 1 s, the second instance of a
-// two-instance start waited 1.0–1.2 s for the first to notice it
-// (BenchmarkKafkaThroughput's logs, 2026-11-24). Four heartbeats a second
-// per member and group are negligible for a broker.
-const heartbeatInterval = 250 * time.Millisecond
 
 // stateSegmentMs is the state topic's segment.ms, one hour: a segment is
 // compacted after it closes, so the topic holds about an hour of records
 // beyond the last one per key.
 const stateSegmentMs = "3600000"
-
-// runState is what survives across generations.
-type runState struct {
-	cl   *clients
-	w    *kafka.Writer
-	rec  *recovered // closedThrough, the ledger and the keys published after closedThrough
-	from int64      // the first window this run may release (see resume)
-}
-
-// emitFrom is the first window a generation may release: the window after
-// the last final one, and never before the run's first window.
-func (st *runState) emitFrom(p *plan) int64 {
-	if st.rec.closedThrough == noClosedWindow {
-		return st.from
-	}
-	return max(st.from, p.alignUp(st.rec.closedThrough))
-}
-
-// resume prepares a run from what earlier runs left in the state topic:
-//
-//  1. An unfinished publication (a crash between a batch's intent and its
-//     final state record) is completed first, with exactly the recorded
-//     messages, so that every key of a window comes from one snapshot
-//     under one configuration.
-//  2. The first window to release is fixed without looking at the data:
-//     after the last final window; on a deployment's first start,
-//     windows.start or else the first window after now; never a window
-//     whose release is already in the output topic. A lost state record
-//     with windows.start set and a consumer group that has consumed before
-//     is refused: dpstream could not tell which windows were published.
-//     A windows.start later than that postpones the first release to it.
-//  3. The budget ledger is checked against this configuration (a change in
-//     the middle of a horizon must not overspend it, see plan.reconcile).
-//  4. On a first start the origin is recorded before anything is consumed,
-//     and so is the partials cutoff (PartialsBoundFrom) on the first start
-//     of a version that binds partials to the deployment.
-//
-// Before anything, a state record written by another deployment is
-// refused (checkDeployment).
-func (o *Operator) resume(ctx context.Context, st *runState) error {
-	k := o.cfg.Kafka
-	rec := st.rec
-	if err := o.checkDeployment(rec); err != nil {
-		return err
-	}
-	writeState := func(s stateRecord) error {
-		s = o.stamp(rec, s)
-		return o.retry(ctx, "state", func(c context.Context) error {
-			sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, s)
-			if err != nil {
-				return err
-			}
-			return st.w.WriteMessages(c, sm)
-		})
-	}
-	if in := rec.intentRec; in != nil {
-		var todo []kafka.Message
-		for _, m := range rec.intent {
-			if _, ok := rec.published[string(m.Key)]; ok {
-				continue
-			}
-			m.Topic = k.OutputTopic
-			m.Time = intentReleaseTime(o.cfg, m.Value, in.Through)
-			todo = append(todo, m)
-		}
-		if len(todo) > 0 {
-			if err := o.retry(ctx, "publish", func(c context.Context) error { return st.w.WriteMessages(c, todo...) }); err != nil {
-				return err
-			}
-		}
-		if err := writeState(stateRecord{ClosedThrough: in.Through, Origin: rec.origin, Digest: in.Digest, Ledger: in.Ledger, Running: in.Running}); err != nil {
-			return err
-		}
-		o.log.Info("completed an unfinished publication", "through", tsString(in.Through),
-			"written", len(todo), "already_published", len(rec.intent)-len(todo))
-		rec.closedThrough, rec.digest, rec.ledger, rec.running = in.Through, in.Digest, in.Ledger, in.Running
-		rec.intent, rec.intentRec = nil, nil
-		for key, end := range rec.published {
-			if end <= rec.closedThrough {
-				delete(rec.published, key)
-			}
-		}
-	}
-
-	start, hasStart := o.cfg.Windows.startMillis()
-	var from int64
-	switch {
-	case rec.closedThrough != noClosedWindow:
-		from = o.plan.alignUp(rec.closedThrough)
-	case rec.origin != 0:
-		from = rec.origin
-	default:
-		if !rec.found {
-			// The consumer group whose commits follow publication: the
-			// input group, or with scale-out the merge group on the
-			// partials topic (stage 1 commits input offsets behind the
-			// partials it wrote, before stage 2 first records the origin).
-			group, topics := k.GroupID, k.InputTopics
-			if k.ScaleOut {
-				group, topics = k.mergeGroup(), []string{k.partialsTopic()}
-			}
-			// Retried: on a fresh broker the group coordinator may not be
-			// ready yet ("Not Coordinator For Group").
-			var consumed bool
-			err := o.retry(ctx, "offsets", func(c context.Context) error {
-				var err error
-				consumed, err = st.cl.committedOffsets(c, group, topics...)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			switch {
-			case consumed && hasStart:
-				return fmt.Errorf("%w: consumer group %s has committed offsets but the state topic %s has no record for it "+
-					"(the state was lost, or kafka.output_topic / kafka.state_topic changed), and windows.start is set: dpstream cannot tell "+
-					"which windows were already published, and publishing them again would spend their budget twice. Restore the state topic, "+
-					"remove windows.start (the first release is then the first window after now), or set it after the last window published",
-					ErrState, group, k.stateTopic())
-			case consumed:
-				o.log.Warn("the consumer group has committed offsets but the state topic has no record for it; "+
-					"releasing only windows after now", "group_id", group, "state_topic", k.stateTopic())
-			}
-		}
-		if hasStart {
-			from = o.plan.alignUp(start)
-		} else {
-			from = o.plan.windowAfter(o.now())
-		}
-	}
-	if rec.lastEnd != noClosedWindow && rec.lastEnd > from {
-		// Releases of this namespace already in the output topic (a state
-		// record written by hand, or lost): never release those windows
-		// again.
-		o.log.Warn("the output topic holds releases after the recorded state; releasing only later windows",
-			"first_window", tsString(o.plan.alignUp(rec.lastEnd)))
-		from = o.plan.alignUp(rec.lastEnd)
-	}
-	if hasStart && o.plan.alignUp(start) > from {
-		from = o.plan.alignUp(start)
-	}
-	l, err := o.plan.reconcile(rec.ledger, from)
-	if err != nil {
-		return err
-	}
-	rec.ledger = l
-	write := false
-	if rec.boundFrom == 0 {
-		// Partials of format version 2 (not bound to the deployment) can
-		// exist only for windows in flight now, when a deployment that ran
-		// an earlier version first starts this one: stage 1 wrote them
-		// before the upgrade and committed its input behind them, so it
-		// will not write them again. Later windows, and every window of a
-		// fresh deployment, take bound partials only.
-		rec.boundFrom = from
-		if rec.found {
-			rec.boundFrom = max(from, o.plan.alignUp(o.now().UnixMilli()))
-			if k.ScaleOut {
-				o.log.Info("partials of the previous format (dpp2) are accepted only for windows before the cutoff",
-					"cutoff", tsString(rec.boundFrom))
-			}
-		}
-		write = true
-	}
-	if rec.origin == 0 {
-		rec.origin = from
-		write = true
-	}
-	if write {
-		digest := rec.digest // of the configuration that published through closedThrough
-		if digest == "" {
-			digest = o.plan.digest
-		}
-		if err := writeState(stateRecord{ClosedThrough: rec.closedThrough, Origin: rec.origin, Digest: digest, Ledger: rec.ledger, Running: rec.running}); err != nil {
-			return err
-		}
-	}
-	st.from = from
-	return nil
-}
-
-// intentReleaseTime is the Kafka timestamp of a release completed from a
-// publication intent: its window's scheduled publication time, as publish
-// set it (the intent stores key and value only). A value that does not
-// decode (never written by publish) gets the schedule of the intent's
-// last window, through.
-func intentReleaseTime(cfg Config, value []byte, through int64) time.Time {
-	if r, err := schema.DecodeRelease(value); err == nil {
-		return scheduledAt(cfg, r.WindowEnd)
-	}
-	return scheduledAt(cfg, through)
-}
-
-// runGeneration consumes one consumer group generation. It returns nil when
-// the generation ends (rebalance) or ctx ends (after draining), and an
-// error only for unrecoverable problems.
-func (o *Operator) runGeneration(ctx, gctx context.Context, gen *kafka.Generation, st *runState) error {
-	k := o.cfg.Kafka
-	var assigned []tp
-	for topic, pas := range gen.Assignments {
-		for _, pa := range pas {
-			assigned = append(assigned, tp{topic, pa.ID})
-		}
-	}
-	// Scale-out needs the merge stage: one instance must own every input
-	// partition, or two instances would publish different releases of the
-	// same window. Refuse to consume with a partial assignment.
-	var total int
-	mctx, mcancel := ctxOr(ctx, gctx)
-	defer mcancel()
-	err := o.retry(mctx, "metadata", func(c context.Context) error {
-		parts, err := st.cl.partitions(c, k.InputTopics...)
-		if err != nil {
-			return err
-		}
-		total = 0
-		for _, ps := range parts {
-			total += len(ps)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil // generation or run ended
-	}
-	if len(assigned) != total && !k.ScaleOut {
-		o.health.set(false, fmt.Sprintf("assigned %d of %d input partitions", len(assigned), total))
-		o.log.Error("this instance was assigned only part of the input partitions; it will not consume. "+
-			"Run exactly one dpstream instance per consumer group (scale-out needs the merge stage)",
-			"assigned", len(assigned), "partitions", total, "generation", gen.ID)
-		// Leave the generation after a pause, so that a topic created or
-		// grown after the join gets a fresh, complete assignment.
-		t := time.NewTimer(min(5*time.Second, k.RetryBackoffMax))
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-gctx.Done():
-		case <-ctx.Done():
-		}
-		return nil
-	}
-
-	if k.ScaleOut {
-		// Stage 1 starts after the last final window (stage 2 records it),
-		// so that a rebalance long after windows.start does not re-send a
-		// partial state for every window since then.
-		var ct int64
-		err := o.retry(mctx, "state", func(c context.Context) error {
-			var err error
-			ct, err = closedThrough(c, st.cl, k.stateTopic(), k.GroupID)
-			return err
-		})
-		if err != nil {
-			if mctx.Err() != nil {
-				return nil // generation or run ended
-			}
-			return err
-		}
-		st.rec.closedThrough = max(st.rec.closedThrough, ct)
-	}
-	c, err := newCore(o.cfg, o.plan, o.key, st.emitFrom(o.plan))
-	if err != nil {
-		return err
-	}
-	if err := c.assign(assigned); err != nil {
-		return err
-	}
-	o.log.Info("generation started", "generation", gen.ID, "partitions", len(assigned))
-	o.m.assigned.Set(float64(len(assigned)))
-	defer o.m.assigned.Set(0)
-	if k.ScaleOut {
-		o.health.stage("partial", fmt.Sprintf("%d of %d input partitions", len(assigned), total))
-		defer o.health.stage("partial", "no input partitions")
-	}
-
-	// Fetchers: one reader per partition, feeding one channel; the loop
-	// below owns all state.
-	fctx, stopFetch := context.WithCancel(gctx)
-	defer stopFetch()
-	msgs := make(chan []item, 64)
-	var fwg sync.WaitGroup
-	for topic, pas := range gen.Assignments {
-		for _, pa := range pas {
-			fwg.Add(1)
-			go func() {
-				defer fwg.Done()
-				o.fetch(fctx, st.cl, topic, pa, msgs)
-			}()
-		}
-	}
-	defer func() { stopFetch(); fwg.Wait() }()
-	o.health.set(true, "")
-	o.m.ready.Set(1)
-	defer o.m.ready.Set(0)
-
-	tick := time.NewTicker(tickInterval(o.cfg))
-	defer tick.Stop()
-	var dlq []kafka.Message
-	lastCommit := o.now()
-	var committed map[string]map[int]int64
-
-	flushAndCommit := func(c2 context.Context) {
-		if len(dlq) > 0 {
-			if err := o.retry(c2, "dead_letter", func(c3 context.Context) error { return st.w.WriteMessages(c3, dlq...) }); err != nil {
-				return // keep them; offsets below stay uncommitted
-			}
-			o.m.deadLetter(len(dlq))
-			dlq = dlq[:0]
-		}
-		offs := c.commitOffsets()
-		if sameOffsets(offs, committed) {
-			return
-		}
-		if err := gen.CommitOffsets(offs); err != nil {
-			o.m.brokerErrors.WithLabelValues("commit").Inc()
-			o.log.Warn("committing offsets failed; will retry", "err", err)
-			return
-		}
-		o.m.committed()
-		committed = offs
-	}
-
-	// Publication runs on its own goroutine so that consumption does not
-	// stall while releases and the state record are written; windows are
-	// published in order, and a window's events hold back commits until
-	// the publisher reports it final.
-	type job struct {
-		ws         []windows.Window
-		ps         []partialOut // split mode (stage 1): partial states instead
-		releasedAt time.Time    // when ws were handed over (operator's clock)
-	}
-	type result struct {
-		starts []int64
-		ps     []partialOut
-		err    error
-	}
-	jobs := make(chan job, 64)
-	results := make(chan result, 64)
-	pctx, pcancel := context.WithCancel(gctx)
-	defer pcancel()
-	pubDone := make(chan struct{})
-	go func() {
-		defer close(pubDone)
-		for j := range jobs {
-			if j.ps != nil {
-				err := o.publishPartials(pctx, st, j.ps)
-				results <- result{ps: j.ps, err: err}
-				if err != nil {
-					return
-				}
-				continue
-			}
-			err := o.publish(pctx, st, j.ws, j.releasedAt)
-			var starts []int64
-			if err == nil {
-				for _, w := range j.ws {
-					starts = append(starts, w.Start)
-				}
-			}
-			results <- result{starts: starts, err: err}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	pending := 0 // jobs sent and not yet reported
-	handle := func(r result) error {
-		pending--
-		if r.err != nil {
-			return r.err
-		}
-		c.final(r.starts...)
-		for _, p := range r.ps {
-			c.finalPartial(p.pid, p.p.Start)
-		}
-		return nil
-	}
-	// pollClosed closes the windows the watermark allows and hands those
-	// whose scheduled publication time had come a tick ago (core.release)
-	// to the publisher; the others wait in the core, so that a window the
-	// data closed early is published no earlier than one the clock
-	// closes. The tick of margin: a window the clock closes (applyCaughtUp,
-	// after this on the first tick at or after its schedule) is released
-	// at the next tick, and so is one the data closed. It reports whether
-	// it closed any window.
-	pollClosed := func() bool {
-		if pending >= cap(jobs) {
-			return false // the publisher is behind (broker down): back-pressure
-		}
-		if c.split {
-			// Stage 1: partials go to the partials topic as soon as they
-			// close; stage 2 holds the publication (merge.go).
-			if ps := c.pollPartials(); len(ps) > 0 {
-				jobs <- job{ps: ps}
-				pending++
-				return true
-			}
-			return false
-		}
-		ws, closed := c.release(o.now().Add(-tickInterval(o.cfg)).UnixMilli())
-		if len(ws) == 0 {
-			return closed
-		}
-		o.observeClosed(ws)
-		jobs <- job{ws: ws, releasedAt: o.now()}
-		pending++
-		return true
-	}
-	// makeRoom closes the windows the watermark allows, when an event hit
-	// windows.max_open_windows: the windows package only closes windows on
-	// Poll, so between ticks a fast catch-up could otherwise reach the cap
-	// with windows that are already closable. It reports whether it closed
-	// any.
-	makeRoom := pollClosed
-	// finish waits for every pending publication (until c2 ends).
-	finish := func(c2 context.Context) error {
-		close(jobs)
-		for pending > 0 {
-			select {
-			case r := <-results:
-				if err := handle(r); err != nil {
-					return err
-				}
-			case <-c2.Done():
-				pcancel()
-				<-pubDone
-				return c2.Err()
-			}
-		}
-		<-pubDone
-		return nil
-	}
-	fail := func(err error) error {
-		if errors.Is(err, errCrash) {
-			return err // a simulated crash: no drain, no commit
-		}
-		if gctx.Err() != nil || ctx.Err() != nil {
-			return nil
-		}
-		return err
-	}
-
-	for {
-		select {
-		case batch := <-msgs:
-			for i := range batch {
-				o.consume(c, &batch[i], &dlq, makeRoom)
-			}
-			putItems(batch)
-		case r := <-results:
-			if err := handle(r); err != nil {
-				close(jobs)
-				return fail(err)
-			}
-		case <-tick.C:
-			pollClosed()
-			// Then the partitions read to their end move with the clock:
-			// the windows that closes are released at the next tick.
-			c.applyCaughtUp()
-			o.m.tick(c)
-			o.progress(c) // the periodic progress line (metrics.go)
-			if o.now().Sub(lastCommit) >= k.CommitInterval {
-				flushAndCommit(gctx)
-				lastCommit = o.now()
-			}
-		case <-gctx.Done():
-			// Rebalance or group closed: commit what is final (may fail if
-			// the generation is already gone), drop all state; the next
-			// generation replays from the committed offsets.
-			stopFetch()
-			o.health.set(false, "rebalancing")
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			if err := finish(dctx); errors.Is(err, errCrash) {
-				return err
-			}
-			flushAndCommit(dctx)
-			o.log.Info("generation ended", "generation", gen.ID)
-			return nil
-		case <-ctx.Done():
-			// Drain: stop fetching, publish what has closed and is due,
-			// commit. A window not due yet is not published early: its
-			// events hold back the commit, and the next run publishes it
-			// on schedule.
-			stopFetch()
-			o.health.set(false, "draining")
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			for {
-				select {
-				case batch := <-msgs:
-					for i := range batch {
-						o.consume(c, &batch[i], &dlq, makeRoom)
-					}
-					putItems(batch)
-					continue
-				default:
-				}
-				break
-			}
-			pollClosed()
-			if err := finish(dctx); err != nil {
-				if errors.Is(err, errCrash) {
-					return err
-				}
-				o.log.Warn("drain: publishing closed windows failed", "err", err)
-			}
-			flushAndCommit(dctx)
-			o.log.Info("drained", o.m.logArgs([]any{"generation", gen.ID}, "open_windows", c.openWindows())...)
-			return nil
-		}
-	}
-}
-
-// consume feeds one decoded message (or a fetcher's caught-up marker) to
-// the core and counts the outcome. An event dropped by
-// windows.max_open_windows is retried once after makeRoom (if not nil)
-// closed the windows the watermark allows, so that only windows that are
-// really open count against the cap.
-func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom func() bool) {
-	m := &it.m
-	if !it.caughtUp.IsZero() {
-		c.handleItem(it) // not a message: advances the partition's watermark
-		return
-	}
-	o.m.eventIn(m.Topic)
-	out, reason, status := c.handleItem(it)
-	if status == windows.TooManyWindows && makeRoom != nil && makeRoom() {
-		// Safe to repeat: the first Add changed only the partition's
-		// watermark (to this event's arrival time, which it sets again)
-		// and the core's next offset (to the same value).
-		out, reason, status = c.handleItem(it)
-	}
-	deadLetter := func(why string) {
-		if o.cfg.Kafka.DeadLetterTopic != "" {
-			*dlq = append(*dlq, kafka.Message{
-				Topic: o.cfg.Kafka.DeadLetterTopic, Key: m.Key, Value: m.Value,
-				Headers: []kafka.Header{
-					{Key: "dpstream-reason", Value: []byte(why)},
-					{Key: "dpstream-source", Value: []byte(m.Topic + "/" + strconv.Itoa(m.Partition) + "/" + strconv.FormatInt(m.Offset, 10))},
-				},
-			})
-		}
-	}
-	switch out {
-	case outAccepted:
-		o.m.decodedEvent()
-	case outSkipped:
-		o.m.skip(reason)
-		deadLetter(reason.String())
-	case outNoTime:
-		// Without a record timestamp there is no trusted arrival time to
-		// judge the event by: bad input.
-		if it.reason == schema.ReasonNone {
-			o.m.decodedEvent()
-		}
-		o.m.skipNamed(noTimestampReason)
-		deadLetter(noTimestampReason)
-	case outLate:
-		o.m.decodedEvent()
-		o.m.lateEvent()
-	case outNotPublic:
-		o.m.decodedEvent()
-		o.m.skipNamed("not_public_group")
-	default:
-		o.m.decodedEvent()
-		o.m.skipNamed(status.String())
-	}
-}
-
-// publish writes the releases of the closed windows ws (in order) and
-// records them final; it retries until done or ctx ends. Three steps, each
-// durable before the next: the publication intent (the encoded releases
-// and the ledger after them, in the state topic), the releases (output
-// topic), the state record saying they are final. A crash after the first
-// step is completed by the next start from the intent (see resume).
-//
-// Each release record carries the window's scheduled publication time
-// (scheduledAt) as its Kafka timestamp, set here rather than left to the
-// producer's clock, so that it is the same in every run and whatever
-// arrived. The publication latency is measured from releasedAt, when the
-// windows were handed over: their scheduled time or later (catching up).
-func (o *Operator) publish(ctx context.Context, st *runState, ws []windows.Window, releasedAt time.Time) error {
-	k := o.cfg.Kafka
-	type done struct {
-		w     *windows.Window
-		out   []outMsg
-		dup   int
-		wh    int
-		spent schema.Budget
-	}
-	var all []done
-	var msgs []kafka.Message
-	l := st.rec.ledger
-	run := st.rec.running // running totals (windows.running), nil when off
-	if !o.cfg.Windows.Running {
-		run = nil
-	}
-	for i := range ws {
-		w := &ws[i]
-		out, dup, wh, err := o.plan.releaseWindowAt(w, o.key, k.namespace(), o.instance, st.rec.published, l)
-		if err != nil {
-			return err
-		}
-		if o.cfg.Windows.Running {
-			if out, run, err = o.plan.addRunning(out, run, w); err != nil {
-				return err
-			}
-		}
-		l = o.plan.advance(l, w.Start, w.End)
-		for _, r := range out {
-			msgs = append(msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value, Time: scheduledAt(o.cfg, w.End)})
-		}
-		all = append(all, done{w, out, dup, wh, l.Spent})
-	}
-	closedThrough := ws[len(ws)-1].End
-	final := o.stamp(st.rec, stateRecord{ClosedThrough: closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: l, Running: run})
-	if len(msgs) > 0 {
-		before := o.stamp(st.rec, stateRecord{ClosedThrough: st.rec.closedThrough, Origin: st.rec.origin, Digest: o.plan.digest, Ledger: st.rec.ledger, Running: st.rec.running})
-		err := o.retry(ctx, "intent", func(c context.Context) error {
-			im, err := intentMessages(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, before,
-				intentRecord{Through: closedThrough, Ledger: l, Digest: o.plan.digest, Running: run}, msgs)
-			if err != nil {
-				return err
-			}
-			// The chunks, then the record pointing at them: two calls, so
-			// that the record can never be durable before its chunks.
-			if err := st.w.WriteMessages(c, im[:len(im)-1]...); err != nil {
-				return err
-			}
-			return st.w.WriteMessages(c, im[len(im)-1])
-		})
-		if err != nil {
-			return err
-		}
-	}
-	if o.crash != nil && len(msgs) > 1 && o.crash("half") {
-		// Tests: a crash in the middle of a window's publication.
-		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
-		return errCrash
-	}
-	if len(msgs) > 0 {
-		if err := o.retry(ctx, "publish", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) }); err != nil {
-			return err
-		}
-	}
-	if o.crash != nil && o.crash("releases") {
-		return errCrash
-	}
-	for _, d := range all {
-		for _, r := range d.out {
-			st.rec.published[r.key] = d.w.End
-		}
-	}
-	// Record that these windows are final before their events stop
-	// holding back commits.
-	err := o.retry(ctx, "state", func(c context.Context) error {
-		sm, err := stateMessage(c, st.cl, k.stateTopic(), k.GroupID, k.OutputTopic, final)
-		if err != nil {
-			return err
-		}
-		return st.w.WriteMessages(c, sm)
-	})
-	if err != nil {
-		return err
-	}
-	if o.crash != nil && o.crash("state") {
-		return errCrash
-	}
-	st.rec.ledger = l
-	st.rec.running = run
-	st.rec.closedThrough = closedThrough
-	for key, end := range st.rec.published {
-		if end <= closedThrough {
-			delete(st.rec.published, key)
-		}
-	}
-	lat := o.now().Sub(releasedAt)
-	for _, d := range all {
-		o.observePublished(d.w, d.out, d.dup, d.wh, lat, d.spent) // metrics, log, run-time warnings (metrics.go)
-		if o.hook != nil {
-			rels := make([]schema.Release, len(d.out))
-			for i, r := range d.out {
-				rels[i] = r.rel
-			}
-			o.hook(Published{Window: *d.w, Releases: rels, Skipped: d.dup, Withheld: d.wh, Latency: lat})
-		}
-	}
-	return nil
-}
-
-// publishPartials writes the partial states of stage 1 (split mode) to
-// the partials topic, every chunk acknowledged before their events stop
-// holding back commits; it retries until done or ctx ends.
-func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []partialOut) error {
-	topic := o.cfg.Kafka.partialsTopic()
-	macKey := partialMACKey(o.key, partialBindingOf(o.cfg.Kafka, o.plan.digest))
-	var msgs []kafka.Message
-	for _, p := range ps {
-		b, err := p.p.MarshalBinary()
-		if err != nil {
-			return fmt.Errorf("operator: encoding a partial state: %w", err)
-		}
-		msgs = append(msgs, partialMessages(topic, macKey, p.p.Start, p.pid, b)...)
-	}
-	if o.crash != nil && o.crash("partials") {
-		_ = st.w.WriteMessages(ctx, msgs[:len(msgs)/2]...)
-		return errCrash
-	}
-	if err := o.retry(ctx, "partials", func(c context.Context) error { return st.w.WriteMessages(c, msgs...) }); err != nil {
-		return err
-	}
-	o.m.partialsWritten(len(ps))
-	return nil
-}
-
-// fetchMaxWait is how long a fetch waits at the broker for new data.
-const fetchMaxWait = 250 * time.Millisecond
-
-// fetch reads one partition from pa.Offset and sends its messages, one
-// fetched batch at a time, to out until ctx ends. It talks to the
-// partition's leader directly (kafka-go's Reader hands messages over one at
-// a time through channels, which costs more than the whole pipeline behind
-// it); broker errors are retried with backoff, a lost leader is looked up
-// again.
-func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafka.PartitionAssignment, out chan<- []item) {
-	dec, err := schema.NewDecoder(o.cfg.Schema)
-	if err != nil { // validated in New; never here
-		o.log.Error("decoder", "err", err)
-		return
-	}
-	offset := pa.Offset
-	backoff := o.cfg.Kafka.RetryBackoff
-	var conn *kafka.Conn
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
-	fail := func(op string, err error) bool {
-		if ctx.Err() != nil {
-			return false
-		}
-		o.m.brokerErrors.WithLabelValues(op).Inc()
-		o.log.Warn("fetch failed; retrying", "op", op, "topic", topic, "partition", pa.ID, "err", err, "backoff", backoff)
-		if conn != nil {
-			conn.Close()
-			conn = nil
-		}
-		if !sleep(ctx, backoff) {
-			return false
-		}
-		backoff = min(2*backoff, o.cfg.Kafka.RetryBackoffMax)
-		return true
-	}
-	for ctx.Err() == nil {
-		if conn == nil {
-			info, err := cl.partitionInfo(ctx, topic)
-			if err != nil {
-				if !fail("fetch_metadata", err) {
-					return
-				}
-				continue
-			}
-			var leader kafka.Broker
-			for _, p := range info[topic] {
-				if p.ID == pa.ID {
-					leader = p.Leader
-				}
-			}
-			addr := net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port))
-			conn, err = cl.dialer.DialLeader(ctx, "tcp", addr, topic, pa.ID)
-			if err != nil {
-				if !fail("fetch_connect", err) {
-					return
-				}
-				continue
-			}
-			if offset < 0 { // FirstOffset or LastOffset: no committed offset
-				_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-				first, last, err := conn.ReadOffsets()
-				_ = conn.SetDeadline(time.Time{})
-				if err != nil {
-					if !fail("fetch_offsets", err) {
-						return
-					}
-					continue
-				}
-				offset = first
-				if pa.Offset == kafka.LastOffset {
-					offset = last
-				}
-			}
-		}
-		if _, err := conn.Seek(offset, kafka.SeekAbsolute); err != nil {
-			if !fail("fetch_seek", err) {
-				return
-			}
-			continue
-		}
-		_ = conn.SetReadDeadline(time.Now().Add(fetchMaxWait + 10*time.Second))
-		issued := o.now() // before the broker takes the high watermark below
-		batch := conn.ReadBatchWith(kafka.ReadBatchConfig{MinBytes: 1, MaxBytes: 8 << 20, MaxWait: fetchMaxWait})
-		hwm := batch.HighWaterMark()
-		msgs := getItems()
-		var rerr error
-		records := 0
-		for {
-			m, err := batch.ReadMessage()
-			if err != nil {
-				rerr = err
-				break
-			}
-			if m.Offset < offset {
-				continue
-			}
-			// The arrival time: the broker's timestamp, which kafka-go
-			// does not report for LogAppendTime batches.
-			if t, ok := logAppendTime(batch); ok {
-				m.Time = t
-			}
-			m.Topic, m.Partition, m.HighWaterMark = topic, pa.ID, hwm
-			msgs = append(msgs, item{m: m})
-			it := &msgs[len(msgs)-1]
-			decode(dec, it)
-			offset = m.Offset + 1
-			records++
-			if len(msgs) == itemChunk {
-				// Hand over a full chunk: a fetch of MaxBytes holds tens of
-				// thousands of records, and one growing slice of them cost
-				// a fifth of the CPU (copies into fresh pages).
-				select {
-				case out <- msgs:
-				case <-ctx.Done():
-					batch.Close()
-					return
-				}
-				msgs = getItems()
-			}
-		}
-		end := max(offset, batch.Offset()) // past compacted records at the end of the batch
-		cerr := batch.Close()
-		// An empty fetch ends with RequestTimedOut (nothing within
-		// MaxWait), and its high watermark is valid.
-		complete := func(err error) bool {
-			return err == nil || errors.Is(err, io.EOF) || errors.Is(err, kafka.RequestTimedOut)
-		}
-		if complete(cerr) && complete(rerr) && end >= hwm {
-			// Read to the end: every later record is appended after the
-			// fetch was issued. The marker follows this fetch's messages,
-			// so the loop sees it after them (see core.caughtUp).
-			msgs = append(msgs, item{m: kafka.Message{Topic: topic, Partition: pa.ID, Offset: end, HighWaterMark: hwm}, caughtUp: issued})
-		}
-		if records > 0 || len(msgs) > 0 {
-			backoff = o.cfg.Kafka.RetryBackoff
-		}
-		if len(msgs) > 0 {
-			select {
-			case out <- msgs:
-			case <-ctx.Done():
-				return
-			}
-		} else {
-			putItems(msgs)
-		}
-		err := cerr
-		if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
-			err = rerr
-		}
-		switch {
-		case err == nil:
-		case errors.Is(err, kafka.OffsetOutOfRange):
-			// The committed offset is gone (retention): start from the
-			// earliest data still there. Events lost to retention are
-			// simply absent from their windows.
-			o.log.Warn("offset out of range; restarting from the earliest offset", "topic", topic, "partition", pa.ID)
-			offset = kafka.FirstOffset
-			conn.Close()
-			conn = nil
-		default:
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() && records == 0 {
-				continue // no data within the wait: fetch again
-			}
-			if !fail("fetch", err) {
-				return
-			}
-		}
-	}
-}
 
 // retry runs fn until it succeeds or ctx ends, with exponential backoff
 // between attempts; it returns ctx's error in the latter case.
@@ -1344,30 +422,6 @@ func ctxOr(a, b context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
 	return c, func() { stop(); cancel() }
-}
-
-func sameOffsets(a, b map[string]map[int]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for t, ps := range a {
-		if len(ps) != len(b[t]) {
-			return false
-		}
-		for p, o := range ps {
-			if bo, ok := b[t][p]; !ok || bo != o {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// tickInterval is how often the loop polls for closed windows: a tenth of
-// the idle timeout, between 10 ms and 1 s.
-func tickInterval(c Config) time.Duration {
-	d := c.Windows.IdleTimeout / 10
-	return min(max(d, 10*time.Millisecond), time.Second)
 }
 
 func tsString(ms int64) string {

@@ -243,13 +243,13 @@ func TestKafkaRestartNoDuplicates(t *testing.T) {
 	// topics): a run that crashes at the stage, then a clean run that must
 	// complete the publication (from the recorded intent where there is
 	// one) and everything after it.
-	for _, stage := range []string{"half", "releases", "state"} {
-		out := uniqueName("dpstream-restart-" + stage)
-		c := testConfig(brokers, in, out, uniqueName("dpstream-crash-"+stage))
+	for _, stage := range []crashPoint{crashHalf, crashReleases, crashState} {
+		out := uniqueName("dpstream-restart-" + stage.String())
+		c := testConfig(brokers, in, out, uniqueName("dpstream-crash-"+stage.String()))
 		c.Kafka.CreateTopics = true
 		op, pub := newTestOperator(t, c)
 		fired := false
-		op.crash = func(s string) bool {
+		op.crash = func(s crashPoint) bool {
 			if s == stage {
 				fired = true
 			}

@@ -7,6 +7,22 @@ package operator
 // derived from the noise key, which every instance of the deployment holds:
 // a client that may write to the partials topic but does not hold the key
 // cannot make stage 2 merge a partial state of its own.
+//
+// A partial state is the windows package's encoding of windows.Partial
+// (MarshalBinary) of one window and one input partition. Its messages are
+// keyed "<window start in ms>/<input partition id>" (both decimal); the
+// value of each is
+//
+//	magic "dpp3" (4 bytes)
+//	window start in ms (signed varint)
+//	input partition id, partitionID (signed varint)
+//	MAC: partialMAC of the whole encoding (32 bytes)
+//	chunk index i (unsigned varint), number of chunks n (unsigned varint)
+//	chunk i of the encoding (at most partialChunkBytes)
+//
+// Format version 2 ("dpp2") has the same layout under a MAC key not bound
+// to the deployment (partialMACKeyV2) and is read only for the windows in
+// flight at the upgrade; version 1 is not read.
 
 import (
 	"bytes"

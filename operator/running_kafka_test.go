@@ -46,7 +46,7 @@ func TestKafkaRunningSurvivesCrashes(t *testing.T) {
 	want, wantRaw := readReleases(t, cl, outA)
 
 	cb := config(outB)
-	for _, stage := range []string{"half", "state"} {
+	for _, stage := range []crashPoint{crashHalf, crashState} {
 		op, pub = newTestOperator(t, cb)
 		crashAt(op, stage)
 		if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {

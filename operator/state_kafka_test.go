@@ -19,9 +19,9 @@ import (
 )
 
 // crashAt makes op's publication crash once at stage.
-func crashAt(op *Operator, stage string) {
+func crashAt(op *Operator, stage crashPoint) {
 	var once sync.Once
-	op.crash = func(s string) bool {
+	op.crash = func(s crashPoint) bool {
 		fired := false
 		if s == stage {
 			once.Do(func() { fired = true })
@@ -50,7 +50,7 @@ func TestKafkaCrashCompletedFromIntent(t *testing.T) {
 	ca := testConfig(brokers, in, out, uniqueName("dpstream-intent"))
 	ca.Kafka.CreateTopics = true
 	op, pub := newTestOperator(t, ca)
-	crashAt(op, "half")
+	crashAt(op, crashHalf)
 	if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {
 		t.Fatalf("first run: want the simulated crash, got %v", err)
 	}
