@@ -16,42 +16,7 @@ import (
 
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/privacy/rng"
-	"github.com/dpstream/dpstream/schema"
 )
-
-// Window is one published window as the demo read it back.
-type Window struct {
-	Start, End int64
-	// Releases are decoded from the output topic, sorted by region and
-	// aggregate in configuration order.
-	Releases []schema.Release
-	// Truth is the demo's own exact aggregate per region.
-	Truth map[string]*GroupTruth
-	// Latency is the operator's publish latency after the window closed.
-	Latency time.Duration
-	// Running holds the true running totals through this window
-	// (runningTruths).
-	Running map[string]float64
-}
-
-// Result is what a demo run produced, for tests.
-type Result struct {
-	Brokers                 []string
-	Embedded                bool
-	InputTopic, OutputTopic string
-	Windows                 []Window
-	Stream                  StreamCounts
-	// Checked and Covered count the displayed values and those whose true
-	// value lies in the published interval.
-	Checked, Covered int
-	// Mismatches counts values where the demo's truth differs from the
-	// operator's exact bounded aggregate (should be 0); Inexact counts
-	// groups whose truth depends on random bounding.
-	Mismatches, Inexact int
-	// Metrics read from the operator's registry at the end.
-	EventsIn, Late float64
-	Skipped        map[string]float64
-}
 
 // operatorStopWait bounds the wait for the operator to stop after the
 // last window was read; then the demo gives up on it (the process exits).

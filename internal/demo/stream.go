@@ -206,3 +206,35 @@ func floorDiv(a, b int64) int64 {
 	}
 	return q
 }
+
+// StreamCounts summarise a stream: all messages, valid readings in
+// published windows (Delayed of them arriving within the lateness), late,
+// non-public and closing readings, and bad messages by reason.
+type StreamCounts struct {
+	Messages, Readings, Late, Delayed, NotPublic, Closing int
+	Bad                                                   map[string]int
+}
+
+// counts counts the messages of s by kind.
+func (s *Stream) counts() StreamCounts {
+	c := StreamCounts{Messages: len(s.Msgs), Bad: map[string]int{}}
+	for i := range s.Msgs {
+		m := &s.Msgs[i]
+		switch {
+		case m.Bad != "":
+			c.Bad[m.Bad]++
+		case m.Closing:
+			c.Closing++
+		case m.NotPublic:
+			c.NotPublic++
+		case m.Late:
+			c.Late++
+		default:
+			c.Readings++
+			if m.Delayed {
+				c.Delayed++
+			}
+		}
+	}
+	return c
+}

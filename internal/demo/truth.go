@@ -153,33 +153,3 @@ func (s *Stream) truth() map[int64]map[string]*GroupTruth {
 	}
 	return out
 }
-
-// counts summarises the stream: valid readings in published windows, bad
-// messages by reason, late, delayed and non-public readings.
-type StreamCounts struct {
-	Messages, Readings, Late, Delayed, NotPublic, Closing int
-	Bad                                                   map[string]int
-}
-
-func (s *Stream) counts() StreamCounts {
-	c := StreamCounts{Messages: len(s.Msgs), Bad: map[string]int{}}
-	for i := range s.Msgs {
-		m := &s.Msgs[i]
-		switch {
-		case m.Bad != "":
-			c.Bad[m.Bad]++
-		case m.Closing:
-			c.Closing++
-		case m.NotPublic:
-			c.NotPublic++
-		case m.Late:
-			c.Late++
-		default:
-			c.Readings++
-			if m.Delayed {
-				c.Delayed++
-			}
-		}
-	}
-	return c
-}
