@@ -66,7 +66,7 @@ elif [ -x deploy/kafka/secure.sh ]; then
 fi
 
 # The Python consumer example (examples/python) is tested against the broker
-# (cmd/dpstream TestKafkaPythonConsumer): install its requirements into a
+# (internal/demo TestKafkaPythonConsumer): install its requirements into a
 # cached venv and point the test at it. Without them that test skips.
 pyvenv="${XDG_CACHE_HOME:-$HOME/.cache}/dpstream/pyvenv"
 if command -v python3 >/dev/null 2>&1; then
@@ -107,7 +107,7 @@ race() {
   go test -race -count=1 -timeout 15m ./schema ./privacy/continual &&
     go test -race -count=1 -timeout 15m \
       -run 'TestRunFakeBroker|TestBrokerUnreachable|TestKafkaEndToEnd|TestKafkaScaleOut|TestKafkaCrash|TestCompat' ./operator &&
-    go test -race -count=1 -timeout 15m -run 'TestDemoEmbedded' ./cmd/dpstream
+    go test -race -count=1 -timeout 15m -run 'TestDemoEmbedded' ./internal/demo
 }
 if [ "${DPSTREAM_TEST_RACE:-1}" = 0 ]; then
   echo "=== test.sh: go test -race: skipped (DPSTREAM_TEST_RACE=0)"

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dpstream/dpstream/internal/plot"
 	"github.com/dpstream/dpstream/privacy"
 )
 
@@ -112,7 +113,8 @@ says where the plot was written.`,
 				return err
 			}
 			if plotPath != "" {
-				if err := writeComparePlot(plotPath, total, linf, windows, errMeasure); err != nil {
+				po := plot.Options{Total: total, Linf: linf, Windows: windows, Measure: errMeasure, Candidates: compareMechanisms}
+				if err := plot.Write(plotPath, po); err != nil {
 					return err
 				}
 				// On stderr, so that the printed (JSON) output stays as it is.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dpstream/dpstream/internal/plot"
 	"github.com/dpstream/dpstream/privacy"
 )
 
@@ -104,7 +105,7 @@ func TestCompareText(t *testing.T) {
 // TestComparePlot: --plot writes a PNG of the documented size (plotWidth ×
 // plotHeight at 96 dpi = 960 × 720) and leaves the printed output, JSON or
 // text, byte for byte what it is without --plot. An unwritable path is an
-// ErrPlot error.
+// plot.ErrPlot error.
 func TestComparePlot(t *testing.T) {
 	dir := t.TempDir()
 	for i, args := range [][]string{
@@ -137,41 +138,7 @@ func TestComparePlot(t *testing.T) {
 		}
 	}
 	_, err := runCmd(t, "compare", "--epsilon", "1", "--delta", "1e-6", "--plot", filepath.Join(dir, "no", "such", "dir.png"))
-	if !errors.Is(err, ErrPlot) {
-		t.Errorf("unwritable path: %v, want ErrPlot", err)
-	}
-}
-
-// TestCompareSeries: one line per candidate with a finite error, each
-// increasing with L0 (more coordinates to hide means more noise), and the
-// line at the table's L0 equal to the table's error.
-func TestCompareSeries(t *testing.T) {
-	total := privacy.Budget{Epsilon: 1, Delta: 1e-6}
-	series, missing, err := compareSeries(total, 1, 1, "variance")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(series)+len(missing) != len(compareMechanisms) {
-		t.Errorf("%d series + %d missing, want %d", len(series), len(missing), len(compareMechanisms))
-	}
-	res, err := compare(total, 4, 1, 1, "variance")
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := map[string]float64{}
-	for _, r := range res.Mechanisms {
-		if r.StdDev != nil {
-			table[r.Mechanism] = *r.StdDev
-		}
-	}
-	for _, s := range series {
-		for i := 1; i < len(s.pts); i++ {
-			if !(s.pts[i].Y > s.pts[i-1].Y) {
-				t.Errorf("%s: error not increasing in L0: %v", s.name, s.pts)
-			}
-		}
-		if sd, ok := table[s.name]; ok && lastAt(s.pts, 4) != sd {
-			t.Errorf("%s: plot %v at L0 = 4, table %v", s.name, lastAt(s.pts, 4), sd)
-		}
+	if !errors.Is(err, plot.ErrPlot) {
+		t.Errorf("unwritable path: %v, want plot.ErrPlot", err)
 	}
 }

@@ -26,13 +26,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpstream/dpstream/internal/demo"
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
 
 // crashConfigYAML is the dpstream run configuration of the crash test: the
-// demo's schema, windows, bounds and budget (see demoConfig), with the key
+// demo's schema, windows, bounds and budget (see demo.OperatorConfig), with the key
 // in a file and a shorter idle timeout than the demo's (4 s: the operator
 // polls for closed windows every idle_timeout/10, so windows are published
 // within 0.4 s and kills land around publications). %[1]s brokers, %[2]s
@@ -131,16 +132,16 @@ func (c *crashTest) setClock(ms int64) {
 }
 
 // clockAfter is a clock time (Unix ms) past the schedule of the stream's
-// last window, the n-th: its end + allowed_lateness (synthLateness) +
+// last window, the n-th: its end + allowed_lateness (demo.Lateness) +
 // idle_timeout (4 s in crashConfigYAML) + 1 s (more than a tick, 0.4 s),
 // and before the next (empty) window's.
 func (c *crashTest) clockAfter(n int) int64 {
-	end := c.first + int64(n)*synthWindowDuration.Milliseconds()
-	return end + synthLateness.Milliseconds() + 5_000
+	end := c.first + int64(n)*demo.WindowSize.Milliseconds()
+	return end + demo.Lateness.Milliseconds() + 5_000
 }
 
 // lastArrival is the largest arrival time of msgs (Unix ms).
-func lastArrival(msgs []synthMsg) int64 {
+func lastArrival(msgs []demo.Message) int64 {
 	last := int64(math.MinInt64)
 	for i := range msgs {
 		last = max(last, msgs[i].Arrival)
@@ -154,7 +155,7 @@ func lastArrival(msgs []synthMsg) int64 {
 func newCrashTest(t testing.TB, brokers []string, prefix string) *crashTest {
 	t.Helper()
 	dir := t.TempDir()
-	id := randomID()
+	id := demo.RandomID()
 	c := &crashTest{t: t, bin: buildDpstream(t, dir), brokers: brokers, dir: dir,
 		keyFile: filepath.Join(dir, "key"), ns: prefix + "-" + id, in: prefix + "-" + id + "-in"}
 	var key [32]byte
@@ -201,7 +202,7 @@ func (c *crashTest) writeConfig(name, group, output string, kafkaLines ...string
 	if err != nil {
 		c.t.Fatalf("crash test config: %v", err)
 	}
-	want := demoConfig(defaultDemoOptions(), c.brokers, c.in, output, group)
+	want := demo.OperatorConfig(demo.DefaultOptions(), c.brokers, c.in, output, group)
 	if cfg.Windows.Size != want.Windows.Size || cfg.Bounds != want.Bounds || cfg.Schema.Upper != want.Schema.Upper ||
 		!slices.Equal(cfg.Windows.Aggregates, want.Windows.Aggregates) || cfg.Privacy.Epsilon != want.Privacy.Epsilon {
 		c.t.Fatalf("crash test config differs from the demo's: %+v", cfg)
@@ -352,7 +353,7 @@ func (c *crashTest) waitReleases(ctx context.Context, topic string, n int, ps ..
 		return b.String()
 	}
 	for {
-		if _, err := topicPartitions(ctx, c.brokers, topic); err == nil {
+		if _, err := demo.TopicPartitions(ctx, c.brokers, topic); err == nil {
 			if msgs, err := snapshotTopic(ctx, c.brokers, topic); err == nil {
 				keys := map[string]bool{}
 				for _, m := range msgs {
@@ -418,16 +419,16 @@ func TestKafkaCrashRecovery(t *testing.T) {
 	// stamped up to about 2.5 hours ahead (CreateTime), which the broker
 	// must accept (message.timestamp.after.max.ms; the project's broker
 	// accepts any).
-	size := synthWindowDuration.Milliseconds()
+	size := demo.WindowSize.Milliseconds()
 	c.first = (time.Now().UnixMilli()/size + 1) * size
 	c.setClock(c.first)
-	s, err := generate(synthConfig{Seed: 11, Windows: nWindows, EventsPerWindow: 3000, Partitions: demoPartitions,
-		Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
+	s, err := demo.Generate(demo.StreamConfig{Seed: 11, Windows: nWindows, EventsPerWindow: 3000, Partitions: demo.Partitions,
+		Base: c.first, Size: demo.WindowSize, Lateness: demo.Lateness})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantReleases := nWindows * len(synthRegions) * len(aggregateOrder)
-	if err := createDemoTopic(ctx, brokers, c.in, demoPartitions); err != nil {
+	wantReleases := nWindows * len(demo.Regions) * len(demo.AggregateOrder)
+	if err := demo.CreateTopic(ctx, brokers, c.in, demo.Partitions); err != nil {
 		t.Fatal(err)
 	}
 
@@ -440,8 +441,8 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		const chunks = 4 * nWindows
 		n := len(s.Msgs)
 		for i := range chunks {
-			part := &synthStream{cfg: s.cfg, Msgs: s.Msgs[i*n/chunks : (i+1)*n/chunks]}
-			if err := produceStream(ctx, brokers, c.in, part); err != nil {
+			part := &demo.Stream{Config: s.Config, Msgs: s.Msgs[i*n/chunks : (i+1)*n/chunks]}
+			if err := demo.Produce(ctx, brokers, c.in, part); err != nil {
 				produced <- err
 				return
 			}
@@ -549,7 +550,7 @@ func TestKafkaCrashRecovery(t *testing.T) {
 		starts[r.WindowStart] = true
 	}
 	for w := range nWindows {
-		if !starts[s.windowStart(w)] {
+		if !starts[s.WindowStart(w)] {
 			t.Errorf("window %d missing from the reference run", w)
 		}
 	}

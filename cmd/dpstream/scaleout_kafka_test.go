@@ -24,6 +24,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/dpstream/dpstream/internal/demo"
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -38,18 +39,18 @@ const chaosPartitions = 6
 // all partitions (the privacy unit is not the message key). The closing
 // readings, one per partition, get a key of their own partition, so that
 // every partition still closes the last window.
-func keyByEvent(s *synthStream) *synthStream {
-	out := &synthStream{cfg: s.cfg, Msgs: slices.Clone(s.Msgs)}
+func keyByEvent(s *demo.Stream) *demo.Stream {
+	out := &demo.Stream{Config: s.Config, Msgs: slices.Clone(s.Msgs)}
 	for i := range out.Msgs {
 		m := &out.Msgs[i]
 		if !m.Closing {
 			m.Key = []byte("ev-" + strconv.Itoa(i))
-			m.Partition = partitionOf(m.Key, s.cfg.Partitions)
+			m.Partition = demo.PartitionOf(m.Key, s.Config.Partitions)
 			continue
 		}
 		for j := 0; ; j++ {
 			k := []byte("close-" + strconv.Itoa(m.Partition) + "-" + strconv.Itoa(j))
-			if partitionOf(k, s.cfg.Partitions) == m.Partition {
+			if demo.PartitionOf(k, s.Config.Partitions) == m.Partition {
 				m.Key = k
 				break
 			}
@@ -60,10 +61,9 @@ func keyByEvent(s *synthStream) *synthStream {
 
 // spreadUnits returns how many (window, meter) pairs have readings on more
 // than one partition.
-func spreadUnits(s *synthStream) int {
-	size := s.cfg.Size.Milliseconds()
+func spreadUnits(s *demo.Stream) int {
 	type wm struct {
-		w     int64
+		w     int64 // window start
 		meter string
 	}
 	parts := map[wm]map[int]bool{}
@@ -71,7 +71,7 @@ func spreadUnits(s *synthStream) int {
 		if m.Reading == nil {
 			continue
 		}
-		k := wm{floorDiv(m.Reading.Time-s.cfg.Base, size), m.Reading.Meter}
+		k := wm{s.WindowOf(m.Reading.Time), m.Reading.Meter}
 		if parts[k] == nil {
 			parts[k] = map[int]bool{}
 		}
@@ -110,11 +110,11 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 	// now, and the operator's clock follows the production, as in
 	// TestKafkaCrashRecovery: the windows close by arrival times and are
 	// published on their simulated schedule.
-	size := synthWindowDuration.Milliseconds()
+	size := demo.WindowSize.Milliseconds()
 	c.first = (time.Now().UnixMilli()/size + 1) * size
 	c.setClock(c.first)
-	g, err := generate(synthConfig{Seed: 23, Windows: nWindows, EventsPerWindow: 2000, Partitions: chaosPartitions,
-		Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
+	g, err := demo.Generate(demo.StreamConfig{Seed: 23, Windows: nWindows, EventsPerWindow: 2000, Partitions: chaosPartitions,
+		Base: c.first, Size: demo.WindowSize, Lateness: demo.Lateness})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +122,8 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 	if n := spreadUnits(s); n < 100 {
 		t.Fatalf("only %d (window, meter) pairs have readings on several partitions", n)
 	}
-	wantReleases := nWindows * len(synthRegions) * len(aggregateOrder)
-	if err := createDemoTopic(ctx, brokers, c.in, chaosPartitions); err != nil {
+	wantReleases := nWindows * len(demo.Regions) * len(demo.AggregateOrder)
+	if err := demo.CreateTopic(ctx, brokers, c.in, chaosPartitions); err != nil {
 		t.Fatal(err)
 	}
 
@@ -154,8 +154,8 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 				case <-time.After(100 * time.Millisecond):
 				}
 			}
-			part := &synthStream{cfg: s.cfg, Msgs: s.Msgs[i*n/chunks : (i+1)*n/chunks]}
-			if err := produceStream(ctx, brokers, c.in, part); err != nil {
+			part := &demo.Stream{Config: s.Config, Msgs: s.Msgs[i*n/chunks : (i+1)*n/chunks]}
+			if err := demo.Produce(ctx, brokers, c.in, part); err != nil {
 				produced <- err
 				return
 			}
@@ -311,7 +311,7 @@ func TestKafkaScaleOutChaos(t *testing.T) {
 		starts[r.WindowStart] = true
 	}
 	for w := range nWindows {
-		if !starts[s.windowStart(w)] {
+		if !starts[s.WindowStart(w)] {
 			t.Errorf("window %d missing from the reference run", w)
 		}
 	}
@@ -375,10 +375,10 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 			b.Logf("deleting the benchmark's topics: %v", err)
 		}
 	})
-	size := synthWindowDuration.Milliseconds()
+	size := demo.WindowSize.Milliseconds()
 	c.first = (time.Now().UnixMilli()/size + 1) * size
-	g, err := generate(synthConfig{Seed: 5, Windows: benchWindows, EventsPerWindow: benchEventsPerWindow,
-		Partitions: benchPartitions, Base: c.first, Size: synthWindowDuration, Lateness: synthLateness})
+	g, err := demo.Generate(demo.StreamConfig{Seed: 5, Windows: benchWindows, EventsPerWindow: benchEventsPerWindow,
+		Partitions: benchPartitions, Base: c.first, Size: demo.WindowSize, Lateness: demo.Lateness})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -391,11 +391,11 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 		s = keyByEvent(g)
 	}
 	events := len(s.Msgs)
-	if err := createDemoTopic(ctx, brokers, c.in, benchPartitions); err != nil {
+	if err := demo.CreateTopic(ctx, brokers, c.in, benchPartitions); err != nil {
 		b.Fatal(err)
 	}
 	t0 := time.Now()
-	if err := produceStream(ctx, brokers, c.in, s); err != nil {
+	if err := demo.Produce(ctx, brokers, c.in, s); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Fprintf(os.Stderr, "BenchmarkKafkaThroughput: input: %d messages over %d partitions, %d windows, produced in %v\n", events, benchPartitions, benchWindows,
@@ -405,7 +405,7 @@ func BenchmarkKafkaThroughput(b *testing.B) {
 	c.setClock(c.clockAfter(benchWindows))
 	g, s = nil, nil // the generated stream (about 9 GB at its peak) is not needed during the timed runs
 	debug.FreeOSMemory()
-	wantReleases := benchWindows * len(synthRegions) * len(aggregateOrder)
+	wantReleases := benchWindows * len(demo.Regions) * len(demo.AggregateOrder)
 
 	type mode struct {
 		name      string

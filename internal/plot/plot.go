@@ -1,8 +1,8 @@
-package main
-
-// compare_plot.go draws `dpstream compare --plot out.png`: the expected
+// Package plot draws `dpstream compare --plot out.png`: the expected
 // error of one coordinate versus L0, one line per mechanism, on log-log
-// axes, under the same accounting as the table (privacy.Compare).
+// axes, under the same accounting as the command's table (privacy.Compare).
+// It is the only package that imports gonum/plot.
+package plot
 
 import (
 	"bytes"
@@ -16,17 +16,35 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dpstream/dpstream/privacy"
-	"gonum.org/v1/plot"
+	gplot "gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/dpstream/dpstream/privacy"
 )
 
-// ErrPlot is wrapped by every error of `compare --plot`.
+// ErrPlot is wrapped by every error of Write (`compare --plot`).
 var ErrPlot = errors.New("compare: plot")
+
+// Options say what Write plots: the budget of the horizon and the
+// candidates, as for the table of dpstream compare.
+type Options struct {
+	// Total is the budget of the whole horizon.
+	Total privacy.Budget
+	// Linf is the largest change of one coordinate (L∞).
+	Linf float64
+	// Windows is the number of releases in the horizon.
+	Windows int
+	// Measure is the error plotted: "variance" (plotted as the standard
+	// deviation) or "mae" (the mean absolute error).
+	Measure string
+	// Candidates are the mechanisms' names (privacy.CompareCandidates in
+	// dpstream compare), in legend-tie order.
+	Candidates []string
+}
 
 // plotL0 are the L0 values the plot shows: powers of two from one
 // coordinate to 64, the range of histogram widths users configure.
@@ -54,11 +72,12 @@ type plotSeries struct {
 // one series per candidate, in candidate order, plus the candidates that
 // have no finite error at any L0. The error is the noise's standard
 // deviation (measure "variance") or mean absolute error ("mae").
-func compareSeries(total privacy.Budget, linf float64, windows int, measure string) ([]plotSeries, []string, error) {
+func compareSeries(o Options) ([]plotSeries, []string, error) {
+	total, linf, windows, measure := o.Total, o.Linf, o.Windows, o.Measure
 	byName := map[string]*plotSeries{}
 	for _, l0 := range plotL0 {
 		c, err := privacy.Compare(privacy.Horizon{Total: total, Windows: windows, L0: l0, Linf: linf}, privacy.CompareOptions{
-			Candidates: compareMechanisms, Measure: privacy.ErrorMeasure(measure),
+			Candidates: o.Candidates, Measure: privacy.ErrorMeasure(measure),
 		})
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: L0 %d: %w", ErrPlot, l0, err)
@@ -81,7 +100,7 @@ func compareSeries(total privacy.Budget, linf float64, windows int, measure stri
 	}
 	var series []plotSeries
 	var missing []string
-	for _, name := range compareMechanisms {
+	for _, name := range o.Candidates {
 		m, err := privacy.Parse(name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrPlot, err)
@@ -95,40 +114,41 @@ func compareSeries(total privacy.Budget, linf float64, windows int, measure stri
 	return series, missing, nil
 }
 
-// writeComparePlot draws the error-versus-L0 plot of one budget as a PNG
-// at path (always PNG, whatever the file's extension).
-func writeComparePlot(path string, total privacy.Budget, linf float64, windows int, measure string) error {
-	series, missing, err := compareSeries(total, linf, windows, measure)
+// Write draws the error-versus-L0 plot of one budget as a PNG at path
+// (always PNG, whatever the file's extension).
+func Write(path string, o Options) error {
+	total, linf, windows, measure := o.Total, o.Linf, o.Windows, o.Measure
+	series, missing, err := compareSeries(o)
 	if err != nil {
 		return err
 	}
 	if len(series) == 0 {
 		return fmt.Errorf("%w: no mechanism has a finite %s for this budget at any L0", ErrPlot, measure)
 	}
-	p := plot.New()
+	p := gplot.New()
 	what, ylabel := "standard deviation", "noise standard deviation per coordinate (log)"
 	if measure == string(privacy.ByMAE) {
 		what, ylabel = "mean absolute error", "mean absolute error per coordinate (log)"
 	}
 	title := fmt.Sprintf("dpstream compare: %s of one coordinate versus L0\n"+
 		"total budget ε = %g, δ = %g over %s; L∞ = %g; tightest valid accounting",
-		what, total.Epsilon, total.Delta, plural(windows, "release"), linf)
+		what, total.Epsilon, total.Delta, releases(windows), linf)
 	if len(missing) > 0 {
 		title += fmt.Sprintf("\nnot shown (infeasible or infinite %s): %s", what, strings.Join(missing, ", "))
 	}
 	p.Title.Text = title
 	p.X.Label.Text = "L0: coordinates one unit changes per release (log)"
 	p.Y.Label.Text = ylabel
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	var xt plot.ConstantTicks
+	p.X.Scale, p.Y.Scale = gplot.LogScale{}, gplot.LogScale{}
+	var xt gplot.ConstantTicks
 	for _, l0 := range plotL0 {
-		xt = append(xt, plot.Tick{Value: float64(l0), Label: strconv.Itoa(l0)})
+		xt = append(xt, gplot.Tick{Value: float64(l0), Label: strconv.Itoa(l0)})
 	}
 	p.X.Tick.Marker = xt
 	p.Y.Tick.Marker = logTicks125{}
 	p.Add(plotter.NewGrid())
 	// The legend goes in a column right of the axes, never over the data.
-	legend := plot.NewLegend()
+	legend := gplot.NewLegend()
 	legend.Top, legend.Left = true, true
 	legend.TextStyle.Font.Size = vg.Points(10)
 	// Best first in the legend: by the error at the largest L0 (the lines
@@ -186,30 +206,10 @@ func lastAt(pts plotter.XYs, x int) float64 {
 	return math.Inf(1)
 }
 
-// logTicks125 marks a log axis at 1, 2 and 5 times each power of ten
-// (labelled) and at the other integer multiples (unlabelled), so that
-// axes spanning less than a decade still carry labels.
-type logTicks125 struct{}
-
-// Ticks returns the ticks between min and max (both > 0; none otherwise).
-func (logTicks125) Ticks(min, max float64) []plot.Tick {
-	if !(min > 0) || !(max >= min) || math.IsInf(max, 0) {
-		return nil
+// releases returns "1 release", "2 releases".
+func releases(n int) string {
+	if n == 1 {
+		return "1 release"
 	}
-	var ticks []plot.Tick
-	for e := math.Floor(math.Log10(min)); e <= math.Ceil(math.Log10(max)); e++ {
-		p := math.Pow(10, e)
-		for m := 1; m < 10; m++ {
-			v := float64(m) * p
-			if v < min*(1-1e-9) || v > max*(1+1e-9) {
-				continue
-			}
-			t := plot.Tick{Value: v}
-			if m == 1 || m == 2 || m == 5 {
-				t.Label = strconv.FormatFloat(v, 'g', -1, 64)
-			}
-			ticks = append(ticks, t)
-		}
-	}
-	return ticks
+	return strconv.Itoa(n) + " releases"
 }

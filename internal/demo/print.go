@@ -1,10 +1,9 @@
-package main
+package demo
 
-// demo_print.go renders a demo run: the header, one table per window, the
-// summary, and the --json lines.
+// print.go renders a demo run as text: the header, one table per window
+// and the summary (json.go: the --json lines).
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -19,12 +18,15 @@ import (
 	"github.com/dpstream/dpstream/schema"
 )
 
-// demoTruthNotice is printed with every demo output.
-const demoTruthNotice = "TRUE values are shown only because this is a demo on synthetic data; dpstream never publishes them."
+// truthNotice is printed with every demo output.
+const truthNotice = "TRUE values are shown only because this is a demo on synthetic data; dpstream never publishes them."
 
+// utc is the time of ms (unix ms) in UTC.
 func utc(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
-func printDemoHeader(w io.Writer, o demoOptions, res *demoResult, note, keyNote string) {
+// printHeader prints what the run does: broker, topics, stream, schema,
+// bounds, budget and accounting, and the notice about true values.
+func printHeader(w io.Writer, o Options, res *Result, note, keyNote string) {
 	c := res.Stream
 	broker := strings.Join(res.Brokers, ",")
 	if res.Embedded {
@@ -36,19 +38,19 @@ func printDemoHeader(w io.Writer, o demoOptions, res *demoResult, note, keyNote 
 	}
 	fmt.Fprintf(w, "dpstream demo: synthetic smart-meter readings through the real operator\n\n")
 	fmt.Fprintf(w, "  broker      %s\n", broker)
-	fmt.Fprintf(w, "  topics      %s (%d partitions) -> %s\n", res.InputTopic, demoPartitions, res.OutputTopic)
+	fmt.Fprintf(w, "  topics      %s (%d partitions) -> %s\n", res.InputTopic, Partitions, res.OutputTopic)
 	fmt.Fprintf(w, "  stream      seed %d: %s of %v from %s; %d readings, %d of them delayed within the lateness;\n",
-		o.seed, plural(o.windows, "window"), synthWindowDuration, utc(synthBase).Format(time.RFC3339), c.Readings, c.Delayed)
+		o.Seed, plural(o.Windows, "window"), WindowSize, utc(streamBase).Format(time.RFC3339), c.Readings, c.Delayed)
 	fmt.Fprintf(w, "              mixed in: %d bad messages, %d late readings, %d readings of a region outside the public list\n",
 		bad, c.Late, c.NotPublic)
 	fmt.Fprintf(w, "  schema      unit %q; group by %q (public: %s); histogram of %q (%s); value %q in [%g, %g] Wh\n",
-		synthUnitField, synthRegionField, strings.Join(synthRegions, ", "), synthStatusField, strings.Join(synthStatuses, ", "),
+		synthUnitField, synthRegionField, strings.Join(Regions, ", "), synthStatusField, strings.Join(synthStatuses, ", "),
 		synthValueField, synthLower, synthUpper)
 	b := synthBounds
 	fmt.Fprintf(w, "  bounds      per meter and window: %d region, %d statuses x %d readings, %d readings counted and summed\n",
 		b.MaxGroups, b.MaxBuckets, b.MaxPerBucket, b.MaxValues)
 	fmt.Fprintf(w, "  privacy     per window ε=%g, δ=%g, mechanism %s, %g%% intervals; noise key %s\n",
-		o.epsilon, o.delta, o.mechanism, 100*operator.Default().Privacy.Confidence, keyNote)
+		o.Epsilon, o.Delta, o.Mechanism, 100*operator.Default().Privacy.Confidence, keyNote)
 	for i, part := range strings.Split(note, "; ") {
 		label := ""
 		if i == 0 {
@@ -56,7 +58,7 @@ func printDemoHeader(w io.Writer, o demoOptions, res *demoResult, note, keyNote 
 		}
 		fmt.Fprintf(w, "  %-11s %s\n", label, part)
 	}
-	fmt.Fprintf(w, "\n  %s\n  The mean is derived from the noised sum and count (no noise of its own).\n\n", demoTruthNotice)
+	fmt.Fprintf(w, "\n  %s\n  The mean is derived from the noised sum and count (no noise of its own).\n\n", truthNotice)
 }
 
 // noteAccounting returns the accountant a release's note names ("pld",
@@ -136,7 +138,9 @@ func fmtTrue(x float64) string {
 	return fmtNum(x, 1)
 }
 
-func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Config) {
+// printWindow prints window n of total: its release, latency and ledger,
+// and a table of true versus private values with their intervals.
+func printWindow(w io.Writer, win *Window, n, total int) {
 	id, ledger := "", "no releases"
 	if len(win.Releases) > 0 {
 		r := &win.Releases[0]
@@ -191,7 +195,9 @@ func printDemoWindow(w io.Writer, win *demoWindow, n, total int, cfg operator.Co
 	fmt.Fprintln(w)
 }
 
-func printDemoSummary(w io.Writer, o demoOptions, res *demoResult) {
+// printSummary prints the run's summary: releases read, coverage of the
+// intervals, budget spent, the operator's input counters and latency.
+func printSummary(w io.Writer, o Options, res *Result) {
 	releases := 0
 	var last *schema.Release // the last release read back: its ledger is the newest
 	var maxLat time.Duration
@@ -221,79 +227,4 @@ func printDemoSummary(w io.Writer, o demoOptions, res *demoResult) {
 	if !res.Embedded {
 		fmt.Fprintf(w, "  topics      left on the cluster: %s, %s, %s.state\n", res.InputTopic, res.OutputTopic, res.OutputTopic)
 	}
-}
-
-// demoJSONSeries is one series of a --json line.
-type demoJSONSeries struct {
-	Name      string     `json:"name"`
-	Mechanism string     `json:"mechanism"`
-	Scale     float64    `json:"scale"`
-	Level     float64    `json:"ci_level"`
-	Labels    []string   `json:"labels,omitempty"`
-	Private   []float64  `json:"private"`
-	Lo        []float64  `json:"ci_lo"`
-	Hi        []float64  `json:"ci_hi"`
-	True      []*float64 `json:"true"` // null where there is none (the mean of no values)
-}
-
-// demoJSONRelease is one --json line: the decoded release with the demo's
-// true values beside the private ones.
-type demoJSONRelease struct {
-	Key          string            `json:"key"`
-	ReleaseID    string            `json:"release_id"`
-	WindowStart  string            `json:"window_start"`
-	WindowEnd    string            `json:"window_end"`
-	Aggregate    string            `json:"aggregate"`
-	Kind         string            `json:"kind"`
-	Group        map[string]string `json:"group"`
-	Epsilon      float64           `json:"epsilon"`
-	Delta        float64           `json:"delta"`
-	PrivacyUnit  string            `json:"privacy_unit"`
-	Series       []demoJSONSeries  `json:"series"`
-	TrueIsExact  bool              `json:"true_is_exact"`
-	PublishDelay float64           `json:"publish_latency_ms"`
-	Notice       string            `json:"notice"`
-}
-
-func writeDemoJSON(w io.Writer, win *demoWindow) error {
-	enc := json.NewEncoder(w)
-	for i := range win.Releases {
-		r := &win.Releases[i]
-		g := win.Truth[groupValue(r)]
-		out := demoJSONRelease{
-			Key: r.Key(), ReleaseID: r.ReleaseID,
-			WindowStart: utc(r.WindowStart).Format(time.RFC3339), WindowEnd: utc(r.WindowEnd).Format(time.RFC3339),
-			Aggregate: r.Aggregate, Kind: string(r.Kind), Group: map[string]string{},
-			Epsilon: r.Budget.Epsilon, Delta: r.Budget.Delta, PrivacyUnit: r.Unit,
-			TrueIsExact:  g != nil && g.Exact,
-			PublishDelay: float64(win.Latency.Microseconds()) / 1000,
-			Notice:       demoTruthNotice,
-		}
-		for _, gv := range r.Group {
-			out.Group[gv.Name] = gv.Value
-		}
-		for si := range r.Series {
-			s := &r.Series[si]
-			js := demoJSONSeries{Name: s.Name, Mechanism: s.Mechanism, Scale: s.Scale, Level: s.Level, Labels: s.Labels,
-				Lo: s.Lo, Hi: s.Hi, Private: make([]float64, s.Len()), True: []*float64{}}
-			for j := range s.Len() {
-				js.Private[j] = s.Value(j)
-			}
-			if rs, t := runningSeries(win, r); rs == s && !math.IsNaN(t) {
-				js.True = append(js.True, &t)
-			}
-			for _, t := range trueValues(r, si, g) {
-				if math.IsNaN(t) {
-					js.True = append(js.True, nil)
-				} else {
-					js.True = append(js.True, &t)
-				}
-			}
-			out.Series = append(out.Series, js)
-		}
-		if err := enc.Encode(out); err != nil {
-			return fmt.Errorf("%w: writing JSON: %v", ErrDemo, err)
-		}
-	}
-	return nil
 }

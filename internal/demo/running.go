@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ import (
 // (runningTruthKey): the sum of the true values of every window in which
 // that aggregate of that region was released — what the operator's
 // running series sums (windows.running).
-func runningTruths(ws []demoWindow) map[string]float64 {
+func runningTruths(ws []Window) map[string]float64 {
 	out := map[string]float64{}
 	for i := range ws {
 		w := &ws[i]
@@ -35,7 +35,7 @@ func runningTruthKey(r *schema.Release) string { return r.Aggregate + "|" + grou
 
 // runningSeries returns r's running series and its true value (NaN when
 // unknown), or nil.
-func runningSeries(win *demoWindow, r *schema.Release) (*schema.Series, float64) {
+func runningSeries(win *Window, r *schema.Release) (*schema.Series, float64) {
 	for i := range r.Series {
 		if r.Series[i].Name == schema.SeriesRunning {
 			t, ok := win.Running[runningTruthKey(r)]
@@ -50,7 +50,7 @@ func runningSeries(win *demoWindow, r *schema.Release) (*schema.Series, float64)
 
 // printRunningRow prints r's running total as a table row (bucket
 // "running N" for N windows summed), if r has one.
-func printRunningRow(tw io.Writer, win *demoWindow, r *schema.Release) {
+func printRunningRow(tw io.Writer, win *Window, r *schema.Release) {
 	s, t := runningSeries(win, r)
 	if s == nil {
 		return

@@ -1,4 +1,4 @@
-package main
+package demo
 
 // Tests against the project's real Apache Kafka broker (deploy/kafka/kafka.sh;
 // deploy/test.sh starts it and sets DPSTREAM_TEST_BROKERS). They skip with a
@@ -18,55 +18,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
-
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
-
-// snapshotTopic returns every message of topic up to the end offsets
-// measured at the call, partition by partition.
-func snapshotTopic(ctx context.Context, brokers []string, topic string) ([]kafka.Message, error) {
-	parts, err := topicPartitions(ctx, brokers, topic)
-	if err != nil {
-		return nil, err
-	}
-	var out []kafka.Message
-	for _, p := range parts {
-		conn, err := (&kafka.Dialer{Timeout: 10 * time.Second}).DialLeader(ctx, "tcp", brokers[0], topic, p)
-		if err != nil {
-			return nil, err
-		}
-		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-		first, last, err := conn.ReadOffsets()
-		conn.Close()
-		if err != nil {
-			return nil, err
-		}
-		if first >= last {
-			continue
-		}
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20,
-			MaxWait: 100 * time.Millisecond})
-		if err := r.SetOffset(first); err != nil {
-			r.Close()
-			return nil, err
-		}
-		for {
-			m, err := r.ReadMessage(ctx)
-			if err != nil {
-				r.Close()
-				return nil, err
-			}
-			out = append(out, m)
-			if m.Offset >= last-1 {
-				break
-			}
-		}
-		r.Close()
-	}
-	return out, nil
-}
 
 // pythonWithPackages returns a Python interpreter that has the example's
 // requirements (kafka-python, msgpack), or skips: $DPSTREAM_PYTHON, else
@@ -124,9 +78,9 @@ func TestKafkaPythonConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := smallDemo()
-	o.brokers, o.windows, o.eventsPerWindow = brokers, 2, 600
+	o.Brokers, o.Windows, o.EventsPerWindow = brokers, 2, 600
 	var errs bytes.Buffer
-	res, err := runDemo(context.Background(), o, &bytes.Buffer{}, &errs)
+	res, err := Run(context.Background(), o, &bytes.Buffer{}, &errs)
 	if err != nil {
 		t.Fatalf("demo on %v: %v\n%s", brokers, err, errs.String())
 	}
@@ -137,7 +91,7 @@ func TestKafkaPythonConsumer(t *testing.T) {
 			want[r.Key()] = r
 		}
 	}
-	if len(want) != o.windows*len(synthRegions)*len(aggregateOrder) {
+	if len(want) != o.Windows*len(Regions)*len(AggregateOrder) {
 		t.Fatalf("the demo published %d releases", len(want))
 	}
 
