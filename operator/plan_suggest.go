@@ -75,51 +75,11 @@ func suggest(c Config, dec *schema.Decoder, wcfg windows.Config) string {
 		}
 		hints = append(hints, fmt.Sprintf("%s must be ≥ %s", ekey, ceil3(hi)))
 	}
-	// Fewer, longer windows per horizon: the largest feasible number of
-	// windows among the divisors of the current number (each a whole
-	// multiple of the current window size), by bisection (fewer windows
-	// never need more noise).
-	if horizon && nw > 1 {
-		var divs []int
-		for n := 1; n*n <= nw; n++ {
-			if nw%n == 0 {
-				divs = append(divs, n, nw/n)
-			}
-		}
-		slices.Sort(divs)
-		divs = slices.Compact(divs)
-		feasible := func(n int) bool {
-			d := c
-			d.Windows.Size = c.Privacy.Horizon / time.Duration(n)
-			return ok(d)
-		}
-		if feasible(1) {
-			lo, hi := 0, len(divs)-1 // feasible(divs[lo]), !feasible(divs[hi])
-			for hi-lo > 1 {
-				mid := (lo + hi) / 2
-				if feasible(divs[mid]) {
-					lo = mid
-				} else {
-					hi = mid
-				}
-			}
-			n := divs[lo]
-			hints = append(hints, fmt.Sprintf("use windows.size of at least %s (%d window(s) per horizon)", c.Privacy.Horizon/time.Duration(n), n))
-		}
+	if h := suggestWindows(c, nw, ok); h != "" {
+		hints = append(hints, h)
 	}
-	// Fewer aggregates.
-	if len(c.Windows.Aggregates) > 1 {
-		var drop []string
-		for _, a := range c.Windows.Aggregates {
-			d := c
-			d.Windows.Aggregates = slices.DeleteFunc(slices.Clone(c.Windows.Aggregates), func(x string) bool { return x == a })
-			if ok(d) {
-				drop = append(drop, a)
-			}
-		}
-		if len(drop) > 0 {
-			hints = append(hints, fmt.Sprintf("release fewer aggregates (feasible without %s)", strings.Join(drop, " or without ")))
-		}
+	if h := suggestAggregates(c, ok); h != "" {
+		hints = append(hints, h)
 	}
 	if len(hints) == 0 {
 		return ""
@@ -140,4 +100,61 @@ func ceil3(x float64) string {
 		v += p
 	}
 	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// suggestWindows is suggest's hint on fewer, longer windows per horizon
+// ("": none helps): the largest feasible number of windows among the
+// divisors of the current number (each a whole multiple of the current
+// window size), by bisection (fewer windows never need more noise). ok
+// reports whether a configuration is feasible.
+func suggestWindows(c Config, nw int, ok func(Config) bool) string {
+	if c.Privacy.Horizon == 0 || nw < 2 {
+		return ""
+	}
+	var divs []int
+	for n := 1; n*n <= nw; n++ {
+		if nw%n == 0 {
+			divs = append(divs, n, nw/n)
+		}
+	}
+	slices.Sort(divs)
+	divs = slices.Compact(divs)
+	feasible := func(n int) bool {
+		d := c
+		d.Windows.Size = c.Privacy.Horizon / time.Duration(n)
+		return ok(d)
+	}
+	if !feasible(1) {
+		return ""
+	}
+	lo, hi := 0, len(divs)-1 // feasible(divs[lo]), !feasible(divs[hi])
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if feasible(divs[mid]) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	n := divs[lo]
+	return fmt.Sprintf("use windows.size of at least %s (%d window(s) per horizon)", c.Privacy.Horizon/time.Duration(n), n)
+}
+
+// suggestAggregates is suggest's hint on releasing fewer aggregates ("":
+// none helps).
+func suggestAggregates(c Config, ok func(Config) bool) string {
+	if len(c.Windows.Aggregates) > 1 {
+		var drop []string
+		for _, a := range c.Windows.Aggregates {
+			d := c
+			d.Windows.Aggregates = slices.DeleteFunc(slices.Clone(c.Windows.Aggregates), func(x string) bool { return x == a })
+			if ok(d) {
+				drop = append(drop, a)
+			}
+		}
+		if len(drop) > 0 {
+			return fmt.Sprintf("release fewer aggregates (feasible without %s)", strings.Join(drop, " or without "))
+		}
+	}
+	return ""
 }

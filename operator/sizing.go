@@ -394,60 +394,8 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 	if n, ok := smallestInt(int(math.Ceil(sz.UnitsPerGroup)), 1<<40, func(n int) bool { return relAt(float64(n)) <= target }); ok {
 		add(fmt.Sprintf("groups of at least %d units per window (a fact of the data, or of a longer window)", n), "data", strconv.Itoa(n), relAt(float64(n)))
 	}
-	// A longer window: k times as long, k·units per group.
-	longer := func(k int) (Config, Sizes) {
-		d := c
-		d.Windows.Size = c.Windows.Size * time.Duration(k)
-		return d, Sizes{UnitsPerGroup: sz.UnitsPerGroup * float64(k), EventsPerUnit: sz.EventsPerUnit}
-	}
-	okLonger := func(k int) bool {
-		if c.Privacy.Horizon != 0 && (k > s.Budget.WindowsPerHorizon || s.Budget.WindowsPerHorizon%k != 0) {
-			return false
-		}
-		d, dz := longer(k)
-		r, ok := worst(d, dz)
-		return ok && r <= target
-	}
-	if c.Privacy.Horizon != 0 {
-		// Divisors of the windows per horizon, in order.
-		for k := 2; k <= s.Budget.WindowsPerHorizon; k++ {
-			if s.Budget.WindowsPerHorizon%k == 0 && okLonger(k) {
-				d, dz := longer(k)
-				r, _ := worst(d, dz)
-				add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
-					"windows.size", d.Windows.Size.String(), r)
-				break
-			}
-		}
-	} else if k, ok := smallestInt(2, 1<<20, okLonger); ok {
-		d, dz := longer(k)
-		r, _ := worst(d, dz)
-		add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
-			"windows.size", d.Windows.Size.String(), r)
-	}
-	// A larger ε.
-	ekey := "privacy.epsilon"
-	if c.Privacy.Horizon != 0 {
-		ekey = "privacy.horizon_epsilon"
-	}
-	withEps := func(f float64) Config {
-		d := c
-		if c.Privacy.Horizon != 0 {
-			d.Privacy.HorizonEpsilon = c.Privacy.HorizonEpsilon * f
-		} else {
-			d.Privacy.Epsilon = c.Privacy.Epsilon * f
-		}
-		return d
-	}
-	if f, ok := smallestFactor(func(f float64) bool { r, ok := worst(withEps(f), sz); return ok && r <= target }); ok {
-		d := withEps(f)
-		e := d.Privacy.Epsilon
-		if c.Privacy.Horizon != 0 {
-			e = d.Privacy.HorizonEpsilon
-		}
-		r, _ := worst(d, sz)
-		add(fmt.Sprintf("%s %s (%.3g× the ε)", ekey, ceil3(e), f), ekey, ceil3(e), r)
-	}
+	s.suggestLonger(c, worst, add)
+	s.suggestEpsilon(c, worst, add)
 	// Bounds tightened to the events per unit.
 	if c.Schema.UnitField != "" && sz.EventsPerUnit > 0 {
 		m := int(math.Ceil(sz.EventsPerUnit))
@@ -482,6 +430,72 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 		}
 	}
 	return nil
+}
+
+// suggestLonger is Suggest's change to a longer window: k times as long
+// with k times the units per group (within a horizon, k divides the
+// windows per horizon). worst evaluates a configuration, add records a
+// suggestion.
+func (s *Sizing) suggestLonger(c Config, worst func(Config, Sizes) (float64, bool), add func(change, key, value string, rel float64)) {
+	sz, target := s.Sizes, s.Target
+	longer := func(k int) (Config, Sizes) {
+		d := c
+		d.Windows.Size = c.Windows.Size * time.Duration(k)
+		return d, Sizes{UnitsPerGroup: sz.UnitsPerGroup * float64(k), EventsPerUnit: sz.EventsPerUnit}
+	}
+	okLonger := func(k int) bool {
+		if c.Privacy.Horizon != 0 && (k > s.Budget.WindowsPerHorizon || s.Budget.WindowsPerHorizon%k != 0) {
+			return false
+		}
+		d, dz := longer(k)
+		r, ok := worst(d, dz)
+		return ok && r <= target
+	}
+	if c.Privacy.Horizon != 0 {
+		// Divisors of the windows per horizon, in order.
+		for k := 2; k <= s.Budget.WindowsPerHorizon; k++ {
+			if s.Budget.WindowsPerHorizon%k == 0 && okLonger(k) {
+				d, dz := longer(k)
+				r, _ := worst(d, dz)
+				add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+					"windows.size", d.Windows.Size.String(), r)
+				break
+			}
+		}
+	} else if k, ok := smallestInt(2, 1<<20, okLonger); ok {
+		d, dz := longer(k)
+		r, _ := worst(d, dz)
+		add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+			"windows.size", d.Windows.Size.String(), r)
+	}
+}
+
+// suggestEpsilon is Suggest's change to a larger ε (the horizon's with a
+// horizon budget), the smallest factor that reaches the target.
+func (s *Sizing) suggestEpsilon(c Config, worst func(Config, Sizes) (float64, bool), add func(change, key, value string, rel float64)) {
+	sz, target := s.Sizes, s.Target
+	ekey := "privacy.epsilon"
+	if c.Privacy.Horizon != 0 {
+		ekey = "privacy.horizon_epsilon"
+	}
+	withEps := func(f float64) Config {
+		d := c
+		if c.Privacy.Horizon != 0 {
+			d.Privacy.HorizonEpsilon = c.Privacy.HorizonEpsilon * f
+		} else {
+			d.Privacy.Epsilon = c.Privacy.Epsilon * f
+		}
+		return d
+	}
+	if f, ok := smallestFactor(func(f float64) bool { r, ok := worst(withEps(f), sz); return ok && r <= target }); ok {
+		d := withEps(f)
+		e := d.Privacy.Epsilon
+		if c.Privacy.Horizon != 0 {
+			e = d.Privacy.HorizonEpsilon
+		}
+		r, _ := worst(d, sz)
+		add(fmt.Sprintf("%s %s (%.3g× the ε)", ekey, ceil3(e), f), ekey, ceil3(e), r)
+	}
 }
 
 func joinKeys(keys []string) string {
