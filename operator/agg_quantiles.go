@@ -75,10 +75,6 @@ func (quantilesAgg) complete(ap *aggPlan, c Config, beta float64) error {
 	return nil
 }
 
-func (quantilesAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
-	return p.quantileSeries(*ap, g, s)
-}
-
 // note is the accounting note's sentence on the quantiles: the tree, and
 // the half-width of its prefix counts behind the intervals.
 func (quantilesAgg) note(ap *aggPlan) string {
@@ -86,13 +82,13 @@ func (quantilesAgg) note(ap *aggPlan) string {
 		strings.Join(ap.labels, ", "), ap.tree.Branching, ap.tree.Depth, ap.tree.Lower, ap.tree.Upper, ap.rankH, 1-ap.noises[0].beta, ap.rankH)
 }
 
-// quantileSeries noises every node below the root of the group's quantile
+// release noises every node below the root of the group's quantile
 // tree (one vector, ap.noises[0]: integer noise, drawn in node order from
 // s) and derives the requested quantiles, their intervals and rank errors
 // from it (quantile.Tree). The noised nodes are not published.
-func (p *plan) quantileSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
+func (quantilesAgg) release(_ *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	n := &ap.noises[0]
-	nodes, err := quantileNodes(&ap, g, s)
+	nodes, err := quantileNodes(ap, g, s)
 	if err != nil {
 		return nil, err
 	}

@@ -32,11 +32,7 @@ func (varianceAgg) parts(sens windows.Sensitivities) []partSpec {
 	}
 }
 
-func (varianceAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
-	return p.varianceSeries(*ap, g, s)
-}
-
-// varianceSeries noises the variance's three parts — the value count N,
+// release noises the variance's three parts — the value count N,
 // the centred sum S1 = Σ(v − mid) and the centred sum of squares
 // S2 = Σ(v − mid)², mid = (lower + upper)/2 — and derives the variance
 // S2/N − (S1/N)² and the standard deviation from them (post-processing).
@@ -45,7 +41,7 @@ func (varianceAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream
 // normalized sum and normalized sum of squares around the midpoint):
 // centring makes S1 and S2 small and bounded by the half-range, so their
 // sensitivities V·h and V·h² are the smallest the bounds allow.
-func (p *plan) varianceSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
+func (varianceAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	cnt, err := p.noised(&ap.noises[0], []float64{float64(g.Values)}, s, nil)
 	if err != nil {
 		return nil, err

@@ -2,9 +2,11 @@ package operator
 
 // pipeline.go is the glue between the leaf packages: it maps the operator's
 // config onto windows.Config and turns a closed windows.Window into
-// schema.Release messages with the noise plan.go calibrated at start. API
-// drift in schema, windows or privacy should only touch this file and
-// plan.go.
+// schema.Release messages with the noise plan.go calibrated at start, one
+// release per group and configured aggregate (each aggregate draws and
+// post-processes its own series: aggregate.go and agg_*.go). API drift in
+// schema, windows or privacy should only touch this file, the aggregates
+// and plan*.go.
 
 import (
 	"errors"
