@@ -6,7 +6,9 @@ package operator
 // of a horizon (another ε, window size, bounds, mechanism) cannot spend
 // more than the total: the spend of the earlier configuration is carried
 // as a base, the new one is charged only for the windows left, and the
-// two add up by basic composition (valid for any two mechanisms).
+// two add up by basic composition (valid for any two mechanisms). The
+// ledger type below is the plan's own account: what one configuration has
+// spent after k windows of a horizon.
 
 import (
 	"crypto/sha256"

@@ -238,7 +238,7 @@ func specsOf(c Config, sens windows.Sensitivities, public bool) (specs []partSpe
 }
 
 // selectionPart names private group selection's noised vector (the units
-// of every group, not published) in notes, logs and metrics.
+// of every group, not published) in notes and logs.
 const selectionPart = "selection"
 
 // newPlan calibrates everything at start; an infeasible budget is an error

@@ -47,32 +47,12 @@ func suggest(c Config, dec *schema.Decoder, wcfg windows.Config) string {
 			hints = append(hints, fmt.Sprintf("%s must be > 0 (δ = 0 needs exact pure-ε noise: laplace or discrete-laplace)", dkey))
 		}
 	} else if lo, hi := total.Delta, 0.5; lo < hi && ok(with(total.Epsilon, hi)) {
-		for range 40 {
-			mid := math.Sqrt(lo * hi)
-			if ok(with(total.Epsilon, mid)) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-			if hi/lo < 1.01 {
-				break
-			}
-		}
+		hi = bisectLog(lo, hi, 40, func(d float64) bool { return ok(with(total.Epsilon, d)) })
 		hints = append(hints, fmt.Sprintf("%s must be ≥ %s", dkey, ceil3(hi)))
 	}
 	// ε: bisect on a log scale up to 10^6 times the configured ε.
 	if lo, hi := total.Epsilon, total.Epsilon*1e6; ok(with(hi, total.Delta)) {
-		for range 60 {
-			mid := math.Sqrt(lo * hi)
-			if ok(with(mid, total.Delta)) {
-				hi = mid
-			} else {
-				lo = mid
-			}
-			if hi/lo < 1.01 {
-				break
-			}
-		}
+		hi = bisectLog(lo, hi, 60, func(e float64) bool { return ok(with(e, total.Delta)) })
 		hints = append(hints, fmt.Sprintf("%s must be ≥ %s", ekey, ceil3(hi)))
 	}
 	if h := suggestWindows(c, nw, ok); h != "" {
@@ -85,6 +65,24 @@ func suggest(c Config, dec *schema.Decoder, wcfg windows.Config) string {
 		return ""
 	}
 	return "smallest feasible change: " + strings.Join(hints, "; or ")
+}
+
+// bisectLog returns a point of (lo, hi] within 1% above the smallest x
+// with ok(x), by bisection on a log scale in at most n steps (ok monotone:
+// false at lo, true at hi).
+func bisectLog(lo, hi float64, n int, ok func(float64) bool) float64 {
+	for range n {
+		mid := math.Sqrt(lo * hi)
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+		if hi/lo < 1.01 {
+			break
+		}
+	}
+	return hi
 }
 
 // ceil3 formats x > 0 with three significant digits, rounded up: the
