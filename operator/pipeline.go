@@ -2,15 +2,16 @@ package operator
 
 // pipeline.go is the glue between the leaf packages: it maps the operator's
 // config onto windows.Config and turns a closed windows.Window into
-// schema.Release messages with the noise plan.go calibrated at start. API
-// drift in schema, windows or privacy should only touch this file and
-// plan.go.
+// schema.Release messages with the noise plan.go calibrated at start, one
+// release per group and configured aggregate (each aggregate draws and
+// post-processes its own series: aggregate.go and agg_*.go). API drift in
+// schema, windows or privacy should only touch this file, the aggregates
+// and plan*.go.
 
 import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/dpstream/dpstream/privacy/rng"
@@ -40,26 +41,10 @@ func windowsConfig(c Config, numBuckets int) windows.Config {
 		MaxOpenWindows:  c.Windows.MaxOpenWindows,
 		MaxSkew:         c.Windows.MaxSkew,
 	}
-	for _, a := range c.Windows.Aggregates {
-		switch a {
-		case AggHistogram:
-			w.Histogram, w.NumBuckets = true, numBuckets
-		case AggCount:
-			w.Count = true
-		case AggSum:
-			w.Sum = true
-		case AggMean:
-			w.Mean = true
-		case AggUnits:
-			w.Units = true
-		case AggVariance:
-			w.Variance = true
-		case AggQuantiles:
-			w.Quantiles = true
-			w.TreeBranching, w.TreeDepth = c.Windows.quantileTree()
-		}
+	for _, a := range configuredAggregates(c) {
+		a.enable(&w, c, numBuckets)
 	}
-	if w.Sum || w.Mean || w.Variance || w.Quantiles {
+	if readsValues(c) {
 		w.Lower, w.Upper = c.Schema.Lower, c.Schema.Upper
 	}
 	return w
@@ -210,43 +195,12 @@ func mustValues(group string) []string {
 }
 
 // series draws the noise of one aggregate of one group from s, in the
-// order of the schema's series.
+// order of the schema's series (the aggregate's release).
 func (p *plan) series(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
-	switch ap.kind {
-	case schema.KindHistogram:
-		vals := make([]float64, len(p.labels))
-		for i := range vals {
-			if i < len(g.Histogram) {
-				vals[i] = float64(g.Histogram[i])
-			}
-		}
-		sr, err := p.noised(&ap.noises[0], vals, s, p.labels)
-		return []schema.Series{sr}, err
-	case schema.KindCount:
-		sr, err := p.noised(&ap.noises[0], []float64{float64(g.Count)}, s, nil)
-		return []schema.Series{sr}, err
-	case schema.KindSum:
-		sr, err := p.noised(&ap.noises[0], []float64{g.Sum}, s, nil)
-		return []schema.Series{sr}, err
-	case schema.KindMean:
-		sum, err := p.noised(&ap.noises[0], []float64{g.CentredSum}, s, nil)
-		if err != nil {
-			return nil, err
-		}
-		cnt, err := p.noised(&ap.noises[1], []float64{float64(g.Values)}, s, nil)
-		if err != nil {
-			return nil, err
-		}
-		return []schema.Series{sum, cnt, p.mean(sum, cnt)}, nil
-	case schema.KindUnits:
-		sr, err := p.noised(&ap.noises[0], []float64{float64(g.Units)}, s, nil)
-		return []schema.Series{sr}, err
-	case schema.KindVariance:
-		return p.varianceSeries(ap, g, s)
-	case schema.KindQuantiles:
-		return p.quantileSeries(ap, g, s)
+	if ap.agg == nil {
+		return nil, fmt.Errorf("operator: unknown aggregate kind %q", ap.kind)
 	}
-	return nil, fmt.Errorf("operator: unknown aggregate kind %q", ap.kind)
+	return ap.agg.release(p, &ap, g, s)
 }
 
 // noised adds noise to vals and attaches the per-value intervals. Integer
@@ -278,30 +232,6 @@ func (p *plan) noised(n *vectorNoise, vals []float64, s *rng.Stream, labels []st
 		sr.Hi = append(sr.Hi, x+n.half)
 	}
 	return sr, nil
-}
-
-// mean derives the mean from the noisy centred sum and count (post-
-// processing): mid + sum/count clamped to [lower, upper], with the interval
-// obtained from the two intervals (each at level 1−β/2, so together 1−β by
-// the union bound); with a count interval reaching 0 the interval is the
-// whole range.
-func (p *plan) mean(sum, cnt schema.Series) schema.Series {
-	clamp := func(x float64) float64 { return math.Min(p.upper, math.Max(p.lower, x)) }
-	s, c := sum.Value(0), cnt.Value(0)
-	m := p.mid
-	if c >= 1 {
-		m = clamp(p.mid + s/c)
-	}
-	lo, hi := p.lower, p.upper
-	if cl := cnt.Lo[0]; cl >= 1 {
-		ch := cnt.Hi[0]
-		cands := []float64{sum.Lo[0] / cl, sum.Lo[0] / ch, sum.Hi[0] / cl, sum.Hi[0] / ch}
-		lo, hi = clamp(p.mid+slices.Min(cands)), clamp(p.mid+slices.Max(cands))
-	}
-	return schema.Series{
-		Name: schema.SeriesMean, Mechanism: schema.DerivedMechanism, Level: 1 - 2*(1-sum.Level),
-		Floats: []float64{m}, Lo: []float64{math.Min(lo, m)}, Hi: []float64{math.Max(hi, m)},
-	}
 }
 
 // spent returns the budget spent in the horizon through the window starting

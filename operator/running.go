@@ -54,6 +54,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/dpstream/dpstream/privacy/continual"
 	"github.com/dpstream/dpstream/schema"
@@ -111,9 +112,9 @@ func runningNote(c Config) string {
 		return ""
 	}
 	var aggs []string
-	for _, a := range c.Windows.Aggregates {
-		if a == AggCount || a == AggSum {
-			aggs = append(aggs, a)
+	for _, a := range configuredAggregates(c) {
+		if a.running() {
+			aggs = append(aggs, a.name())
 		}
 	}
 	since := "the horizon's start"
@@ -143,8 +144,8 @@ func checkRunning(p *problems, c Config) {
 	if !c.Windows.Running {
 		return
 	}
-	if !slices.Contains(c.Windows.Aggregates, AggCount) && !slices.Contains(c.Windows.Aggregates, AggSum) {
-		p.addf("windows.running: needs count or sum in windows.aggregates (running totals are of those)")
+	if !slices.ContainsFunc(configuredAggregates(c), aggregator.running) {
+		p.addf("windows.running: needs %s in windows.aggregates (running totals are of those)", runningAggregates())
 	}
 }
 
@@ -199,7 +200,7 @@ func (p *plan) addRunning(out []outMsg, run *runningRecord, w *windows.Window) (
 	}
 	for i := range out {
 		r := &out[i].rel
-		if r.Kind != schema.KindCount && r.Kind != schema.KindSum {
+		if !runningKind(r.Kind) {
 			continue
 		}
 		ap := p.aggPlan(r.Aggregate)
@@ -243,6 +244,23 @@ func (p *plan) addRunning(out []outMsg, run *runningRecord, w *windows.Window) (
 		out[i].value = b
 	}
 	return out, next, nil
+}
+
+// runningAggregates names the aggregates that carry running totals
+// (aggregator.running), "count or sum".
+func runningAggregates() string {
+	var names []string
+	for _, a := range aggregateTable {
+		if a.running() {
+			names = append(names, a.name())
+		}
+	}
+	return strings.Join(names, " or ")
+}
+
+// runningKind reports whether releases of kind k carry running totals.
+func runningKind(k schema.Kind) bool {
+	return slices.ContainsFunc(aggregateTable, func(a aggregator) bool { return a.kind() == k && a.running() })
 }
 
 // aggPlan returns the plan of the aggregate named name (nil: none).

@@ -7,9 +7,10 @@ package operator
 // selection threshold, the budget, and — for an assumed group size — the
 // relative error and the smallest changes that reach a target.
 //
-// Aggregates plug in through sizingRules: an aggregate without a rule still
-// gets its mechanism, scale and half-width (from its calibrated noises),
-// only not the expected value a relative error needs.
+// Aggregates plug in through aggregator.expect (aggregate.go): an aggregate
+// that expects nothing still gets its mechanism, scale and half-width (from
+// its calibrated noises), only not the expected value a relative error
+// needs.
 
 import (
 	"fmt"
@@ -123,8 +124,8 @@ type Suggestion struct {
 	Reaches  bool    `json:"reaches_target"`
 }
 
-// seriesExpectation is what a sizing rule says about one series of an
-// aggregate for a group of the assumed size.
+// seriesExpectation is what an aggregate expects (aggregator.expect) of one
+// of its series for a group of the assumed size.
 type seriesExpectation struct {
 	series   string
 	expected float64 // NaN: unknown
@@ -134,54 +135,6 @@ type seriesExpectation struct {
 	level       float64
 	half        float64
 	coversRange bool
-}
-
-// sizingRule returns the expected values of an aggregate's series for a
-// group of units units, each with events events (already at least 1), and
-// the derived series with their intervals. Noised series without an entry
-// get no relative error.
-type sizingRule func(p *plan, ap *aggPlan, units, events float64) []seriesExpectation
-
-// sizingRules holds the sizing rule of every aggregate that has one. An
-// aggregate added to the plan adds its rule here (a map entry in its own
-// file's init is enough); without one, plan still prints its mechanism,
-// scale and half-width.
-var sizingRules = map[string]sizingRule{
-	AggCount: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
-		// A unit adds at most max_values events to a group's count.
-		return []seriesExpectation{{series: schema.SeriesCount, expected: units * math.Min(events, float64(p.bounds.MaxValues))}}
-	},
-	AggHistogram: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
-		// A unit adds at most max_buckets × max_per_bucket events to a
-		// group's histogram; assumed spread evenly over the buckets.
-		nb := float64(max(len(p.labels), 1))
-		per := math.Min(events, float64(p.bounds.MaxBuckets*p.bounds.MaxPerBucket))
-		return []seriesExpectation{{series: schema.SeriesCounts, expected: units * per / nb}}
-	},
-	AggSum: func(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
-		// Values assumed at the middle of [lower, upper].
-		return []seriesExpectation{{series: schema.SeriesSum, expected: units * math.Min(events, float64(p.bounds.MaxValues)) * p.mid}}
-	},
-	AggMean: func(p *plan, ap *aggPlan, units, events float64) []seriesExpectation {
-		// Values at the middle: the centred sum is 0, the count
-		// units × min(events, max_values). The mean's interval is what
-		// the release derives (plan.mean) from the two intervals.
-		if len(ap.noises) < 2 {
-			return nil
-		}
-		cnt := units * math.Min(events, float64(p.bounds.MaxValues))
-		sn, cn := &ap.noises[0], &ap.noises[1]
-		sum := schema.Series{Floats: []float64{0}, Lo: []float64{-sn.half}, Hi: []float64{sn.half}, Level: 1 - sn.beta}
-		c := schema.Series{Ints: []int64{int64(math.Round(cnt))}, Lo: []float64{math.Round(cnt) - cn.half}, Hi: []float64{math.Round(cnt) + cn.half}, Level: 1 - cn.beta}
-		m := p.mean(sum, c)
-		lo, hi := m.Lo[0], m.Hi[0]
-		return []seriesExpectation{
-			{series: schema.SeriesSum, expected: math.NaN()},
-			{series: schema.SeriesCount, expected: cnt},
-			{series: schema.SeriesMean, expected: p.mid, derived: true, level: m.Level, half: (hi - lo) / 2,
-				coversRange: lo <= p.lower && hi >= p.upper},
-		}
-	},
 }
 
 // NewSizing validates c and returns the sizing of the plan `run` would
@@ -230,8 +183,8 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 		ap := &p.aggs[i]
 		as := AggregateSizing{Aggregate: ap.name}
 		var exp []seriesExpectation
-		if rule, ok := sizingRules[ap.name]; ok && known {
-			exp = rule(p, ap, units, events)
+		if known {
+			exp = ap.agg.expect(p, ap, units, events)
 		}
 		find := func(series string, derived bool) *seriesExpectation {
 			for j := range exp {
@@ -441,60 +394,8 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 	if n, ok := smallestInt(int(math.Ceil(sz.UnitsPerGroup)), 1<<40, func(n int) bool { return relAt(float64(n)) <= target }); ok {
 		add(fmt.Sprintf("groups of at least %d units per window (a fact of the data, or of a longer window)", n), "data", strconv.Itoa(n), relAt(float64(n)))
 	}
-	// A longer window: k times as long, k·units per group.
-	longer := func(k int) (Config, Sizes) {
-		d := c
-		d.Windows.Size = c.Windows.Size * time.Duration(k)
-		return d, Sizes{UnitsPerGroup: sz.UnitsPerGroup * float64(k), EventsPerUnit: sz.EventsPerUnit}
-	}
-	okLonger := func(k int) bool {
-		if c.Privacy.Horizon != 0 && (k > s.Budget.WindowsPerHorizon || s.Budget.WindowsPerHorizon%k != 0) {
-			return false
-		}
-		d, dz := longer(k)
-		r, ok := worst(d, dz)
-		return ok && r <= target
-	}
-	if c.Privacy.Horizon != 0 {
-		// Divisors of the windows per horizon, in order.
-		for k := 2; k <= s.Budget.WindowsPerHorizon; k++ {
-			if s.Budget.WindowsPerHorizon%k == 0 && okLonger(k) {
-				d, dz := longer(k)
-				r, _ := worst(d, dz)
-				add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
-					"windows.size", d.Windows.Size.String(), r)
-				break
-			}
-		}
-	} else if k, ok := smallestInt(2, 1<<20, okLonger); ok {
-		d, dz := longer(k)
-		r, _ := worst(d, dz)
-		add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
-			"windows.size", d.Windows.Size.String(), r)
-	}
-	// A larger ε.
-	ekey := "privacy.epsilon"
-	if c.Privacy.Horizon != 0 {
-		ekey = "privacy.horizon_epsilon"
-	}
-	withEps := func(f float64) Config {
-		d := c
-		if c.Privacy.Horizon != 0 {
-			d.Privacy.HorizonEpsilon = c.Privacy.HorizonEpsilon * f
-		} else {
-			d.Privacy.Epsilon = c.Privacy.Epsilon * f
-		}
-		return d
-	}
-	if f, ok := smallestFactor(func(f float64) bool { r, ok := worst(withEps(f), sz); return ok && r <= target }); ok {
-		d := withEps(f)
-		e := d.Privacy.Epsilon
-		if c.Privacy.Horizon != 0 {
-			e = d.Privacy.HorizonEpsilon
-		}
-		r, _ := worst(d, sz)
-		add(fmt.Sprintf("%s %s (%.3g× the ε)", ekey, ceil3(e), f), ekey, ceil3(e), r)
-	}
+	s.suggestLonger(c, worst, add)
+	s.suggestEpsilon(c, worst, add)
 	// Bounds tightened to the events per unit.
 	if c.Schema.UnitField != "" && sz.EventsPerUnit > 0 {
 		m := int(math.Ceil(sz.EventsPerUnit))
@@ -529,6 +430,72 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 		}
 	}
 	return nil
+}
+
+// suggestLonger is Suggest's change to a longer window: k times as long
+// with k times the units per group (within a horizon, k divides the
+// windows per horizon). worst evaluates a configuration, add records a
+// suggestion.
+func (s *Sizing) suggestLonger(c Config, worst func(Config, Sizes) (float64, bool), add func(change, key, value string, rel float64)) {
+	sz, target := s.Sizes, s.Target
+	longer := func(k int) (Config, Sizes) {
+		d := c
+		d.Windows.Size = c.Windows.Size * time.Duration(k)
+		return d, Sizes{UnitsPerGroup: sz.UnitsPerGroup * float64(k), EventsPerUnit: sz.EventsPerUnit}
+	}
+	okLonger := func(k int) bool {
+		if c.Privacy.Horizon != 0 && (k > s.Budget.WindowsPerHorizon || s.Budget.WindowsPerHorizon%k != 0) {
+			return false
+		}
+		d, dz := longer(k)
+		r, ok := worst(d, dz)
+		return ok && r <= target
+	}
+	if c.Privacy.Horizon != 0 {
+		// Divisors of the windows per horizon, in order.
+		for k := 2; k <= s.Budget.WindowsPerHorizon; k++ {
+			if s.Budget.WindowsPerHorizon%k == 0 && okLonger(k) {
+				d, dz := longer(k)
+				r, _ := worst(d, dz)
+				add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+					"windows.size", d.Windows.Size.String(), r)
+				break
+			}
+		}
+	} else if k, ok := smallestInt(2, 1<<20, okLonger); ok {
+		d, dz := longer(k)
+		r, _ := worst(d, dz)
+		add(fmt.Sprintf("windows.size %s (%d× as long; assumes %d× the units per group, events per unit unchanged)", d.Windows.Size, k, k),
+			"windows.size", d.Windows.Size.String(), r)
+	}
+}
+
+// suggestEpsilon is Suggest's change to a larger ε (the horizon's with a
+// horizon budget), the smallest factor that reaches the target.
+func (s *Sizing) suggestEpsilon(c Config, worst func(Config, Sizes) (float64, bool), add func(change, key, value string, rel float64)) {
+	sz, target := s.Sizes, s.Target
+	ekey := "privacy.epsilon"
+	if c.Privacy.Horizon != 0 {
+		ekey = "privacy.horizon_epsilon"
+	}
+	withEps := func(f float64) Config {
+		d := c
+		if c.Privacy.Horizon != 0 {
+			d.Privacy.HorizonEpsilon = c.Privacy.HorizonEpsilon * f
+		} else {
+			d.Privacy.Epsilon = c.Privacy.Epsilon * f
+		}
+		return d
+	}
+	if f, ok := smallestFactor(func(f float64) bool { r, ok := worst(withEps(f), sz); return ok && r <= target }); ok {
+		d := withEps(f)
+		e := d.Privacy.Epsilon
+		if c.Privacy.Horizon != 0 {
+			e = d.Privacy.HorizonEpsilon
+		}
+		r, _ := worst(d, sz)
+		add(fmt.Sprintf("%s %s (%.3g× the ε)", ekey, ceil3(e), f), ekey, ceil3(e), r)
+	}
 }
 
 func joinKeys(keys []string) string {
@@ -621,9 +588,10 @@ func (s *Sizing) LogAttrs() []SizingLine {
 			}
 			out = append(out, SizingLine{Msg: "plan: " + a.Aggregate + "." + r.Series, Args: args})
 		}
-		if !slices.ContainsFunc(a.Series, func(r SeriesSizing) bool { return r.Mechanism == schema.DerivedMechanism }) && a.Aggregate == AggMean {
-			out = append(out, SizingLine{Msg: "plan: mean.mean", Args: []any{"aggregate", a.Aggregate, "series", schema.SeriesMean,
-				"mechanism", schema.DerivedMechanism, "interval", "from the sum's and count's; the whole [lower, upper] until the count's interval excludes 0"}})
+		if d, ok := aggregateNamed(a.Aggregate).(unsizedDeriver); ok && !slices.ContainsFunc(a.Series, func(r SeriesSizing) bool { return r.Mechanism == schema.DerivedMechanism }) {
+			series, interval := d.unsizedDerived()
+			out = append(out, SizingLine{Msg: "plan: " + a.Aggregate + "." + series, Args: []any{"aggregate", a.Aggregate, "series", series,
+				"mechanism", schema.DerivedMechanism, "interval", interval}})
 		}
 	}
 	if sel := s.Selection; sel != nil {
@@ -632,6 +600,13 @@ func (s *Sizing) LogAttrs() []SizingLine {
 			"hint", "a group is released in a window only if its units + noise reach the threshold; see `dpstream plan`"}})
 	}
 	return out
+}
+
+// unsizedDeriver is an aggregate whose derived series the start-up log
+// names even without a group size (when Sizing has no derived series for
+// it): the series and, in words, its interval.
+type unsizedDeriver interface {
+	unsizedDerived() (series, interval string)
 }
 
 // SizingLine is one start-up log line of the plan summary.

@@ -1,21 +1,38 @@
 package operator
 
-// pipeline_stats.go releases the aggregates of issue 11 whose values are
-// post-processed from several noised parts: the variance (and standard
-// deviation) and the quantiles.
-
 import (
-	"fmt"
 	"math"
-	"strings"
 
-	"github.com/dpstream/dpstream/privacy/quantile"
 	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
 
-// varianceSeries noises the variance's three parts — the value count N,
+// varianceAgg is the variance aggregate (issue 11): three noised parts per
+// group — the value count (windows.Sensitivities.Values: max_groups
+// coordinates, each within [0, V], V = max_values), the centred sum
+// (Sensitivities.MeanSum: each within ±V·h, h the half-range) and the
+// centred sum of squares (Sensitivities.SumSq: each within [0, V·h²]) —
+// and the variance and standard deviation derived from them
+// (plan.variance). Each part's interval is at level 1 − β/3, so the
+// derived intervals hold at 1 − β by the union bound.
+type varianceAgg struct{ aggBase }
+
+func (varianceAgg) name() string      { return AggVariance }
+func (varianceAgg) kind() schema.Kind { return schema.KindVariance }
+func (varianceAgg) valued() bool      { return true }
+
+func (varianceAgg) enable(w *windows.Config, _ Config, _ int) { w.Variance = true }
+
+func (varianceAgg) parts(sens windows.Sensitivities) []partSpec {
+	return []partSpec{
+		{series: schema.SeriesCount, integer: true, sens: sens.Values, intervals: 3},
+		{series: schema.SeriesSum, sens: sens.MeanSum, intervals: 3},
+		{series: schema.SeriesSumSq, sens: sens.SumSq, intervals: 3},
+	}
+}
+
+// release noises the variance's three parts — the value count N,
 // the centred sum S1 = Σ(v − mid) and the centred sum of squares
 // S2 = Σ(v − mid)², mid = (lower + upper)/2 — and derives the variance
 // S2/N − (S1/N)² and the standard deviation from them (post-processing).
@@ -24,7 +41,7 @@ import (
 // normalized sum and normalized sum of squares around the midpoint):
 // centring makes S1 and S2 small and bounded by the half-range, so their
 // sensitivities V·h and V·h² are the smallest the bounds allow.
-func (p *plan) varianceSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
+func (varianceAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	cnt, err := p.noised(&ap.noises[0], []float64{float64(g.Values)}, s, nil)
 	if err != nil {
 		return nil, err
@@ -100,70 +117,32 @@ func (p *plan) variance(cnt, sum, sq schema.Series) (v, sd schema.Series) {
 	return v, sd
 }
 
-// quantileSeries noises every node below the root of the group's quantile
-// tree (one vector, ap.noises[0]: integer noise, drawn in node order from
-// s) and derives the requested quantiles, their intervals and rank errors
-// from it (quantile.Tree). The noised nodes are not published.
-func (p *plan) quantileSeries(ap aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
-	n := &ap.noises[0]
-	nodes, err := quantileNodes(&ap, g, s)
-	if err != nil {
-		return nil, err
+func (varianceAgg) expect(p *plan, ap *aggPlan, units, events float64) []seriesExpectation {
+	// Values assumed uniform on [lower, upper]: centred sum 0, centred
+	// squares h²/3 each (h the half-range), variance h²/3. The
+	// standard deviation's interval is what the release derives
+	// (plan.variance) from the three intervals.
+	if len(ap.noises) < 3 {
+		return nil
 	}
-	vals, lo, hi, _ := ap.tree.Release(nodes, ap.ranks, ap.rankH)
-	level := 1 - n.beta
-	qs := schema.Series{
-		Name: schema.SeriesQuantiles, Mechanism: n.mech.Name(), Scale: n.scale, Level: level,
-		Sensitivity: schema.Sensitivity{L0: int64(math.Ceil(n.sens.L0)), L1: n.sens.L1, L2: n.sens.L2, LInf: n.sens.Linf},
-		Labels:      ap.labels, Floats: vals, Lo: lo, Hi: hi,
-	}
-	re := schema.Series{Name: schema.SeriesRankError, Mechanism: schema.DerivedMechanism, Level: level, Labels: ap.labels}
-	for _, r := range ap.ranks {
-		e := quantile.RankError(r, ap.rankH)
-		re.Floats, re.Lo, re.Hi = append(re.Floats, e), append(re.Lo, e), append(re.Hi, e)
-	}
-	return []schema.Series{qs, re}, nil
-}
-
-// treeNodes returns the true node counts of g's quantile tree, in the
-// noised vector's order (quantile.Tree).
-func treeNodes(ap *aggPlan, g *windows.Group) ([]float64, error) {
-	leaves := make([]float64, ap.tree.Leaves())
-	for _, l := range g.Leaves {
-		if int(l.Leaf) >= len(leaves) {
-			return nil, fmt.Errorf("operator: quantiles: leaf %d of a tree of %d leaves", l.Leaf, len(leaves))
+	cnt := math.Round(units * math.Min(events, float64(p.bounds.MaxValues)))
+	h := (p.upper - p.lower) / 2
+	sq := cnt * h * h / 3
+	at := func(n *vectorNoise, v float64, integer bool) schema.Series {
+		s := schema.Series{Lo: []float64{v - n.half}, Hi: []float64{v + n.half}, Level: 1 - n.beta}
+		if integer {
+			s.Ints = []int64{int64(v)}
+		} else {
+			s.Floats = []float64{v}
 		}
-		leaves[l.Leaf] = float64(l.Count)
+		return s
 	}
-	return ap.tree.NodeCounts(leaves), nil
-}
-
-// quantileNodes returns g's noised tree nodes, the noise drawn from s in
-// node order: what the release's quantiles are computed from.
-func quantileNodes(ap *aggPlan, g *windows.Group, s *rng.Stream) ([]float64, error) {
-	nodes, err := treeNodes(ap, g)
-	if err != nil {
-		return nil, err
+	_, sd := p.variance(at(&ap.noises[0], cnt, true), at(&ap.noises[1], 0, false), at(&ap.noises[2], sq, false))
+	return []seriesExpectation{
+		{series: schema.SeriesCount, expected: cnt},
+		{series: schema.SeriesSum, expected: math.NaN()},
+		{series: schema.SeriesSumSq, expected: sq},
+		{series: schema.SeriesStddev, expected: h / math.Sqrt(3), derived: true, level: sd.Level, half: (sd.Hi[0] - sd.Lo[0]) / 2,
+			coversRange: sd.Lo[0] <= 0 && sd.Hi[0] >= math.Sqrt(p.maxVariance())},
 	}
-	n := &ap.noises[0]
-	for i, v := range nodes {
-		x, err := n.add(s, v)
-		if err != nil {
-			return nil, err
-		}
-		nodes[i] = x
-	}
-	return nodes, nil
-}
-
-// quantileNote is the accounting note's sentence on the quantiles: the
-// tree, and the half-width of its prefix counts behind the intervals.
-func (p *plan) quantileNote() string {
-	for _, ap := range p.aggs {
-		if ap.kind == schema.KindQuantiles {
-			return fmt.Sprintf("; quantiles %s from one tree of %d^%d leaves over [%g, %g] (Hay et al. consistency, top-down walk), intervals hold together when every noised prefix count is within ±%g (level %g), rank error ≤ 2(1+q)·%g",
-				strings.Join(ap.labels, ", "), ap.tree.Branching, ap.tree.Depth, ap.tree.Lower, ap.tree.Upper, ap.rankH, 1-ap.noises[0].beta, ap.rankH)
-		}
-	}
-	return ""
 }
