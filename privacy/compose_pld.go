@@ -95,67 +95,85 @@ func calibratePLD(total Budget, ps []calPart) (calCandidate, error) {
 // solveNoiseLevel finds (to CalibrationTolerance) the smallest κ with
 // eval(κ) ≤ target, assuming eval is non-increasing, and returns the upper
 // end of the final bracket — a κ whose certificate was computed and checked.
-// It brackets geometrically from the guess and then runs the Illinois
-// variant of regula falsi on log δ against log κ, falling back to bisection.
+// It brackets geometrically from the guess (bracketNoiseLevel) and then runs
+// the Illinois variant of regula falsi on log δ against log κ, falling back
+// to bisection (refineNoiseLevel).
 func solveNoiseLevel(eval func(float64) (float64, []float64, error), guess, target float64) (float64, float64, []float64, error) {
 	if !(guess > 0) || math.IsInf(guess, 0) {
 		guess = 1
 	}
-	type point struct {
-		x, f   float64 // log κ, log δ − log target
-		d      float64
-		scales []float64
-	}
-	at := func(x float64) (point, error) {
+	at := func(x float64) (levelPoint, error) {
 		d, sc, err := eval(math.Exp(x))
 		if err != nil {
-			return point{}, err
+			return levelPoint{}, err
 		}
-		return point{x: x, f: math.Log(math.Max(d, 1e-320)) - math.Log(target), d: d, scales: sc}, nil
+		return levelPoint{x: x, f: math.Log(math.Max(d, 1e-320)) - math.Log(target), d: d, scales: sc}, nil
 	}
-	p, err := at(math.Log(guess))
+	lo, hi, err := bracketNoiseLevel(at, math.Log(guess), target)
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	var lo, hi point // lo infeasible (f > 0), hi feasible (f ≤ 0)
-	// Geometric bracketing from the guess: steps of 1%, doubling, so a good
-	// guess costs two evaluations and a poor one a few more.
+	hi, err = refineNoiseLevel(at, lo, hi)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return math.Exp(hi.x), hi.d, hi.scales, nil
+}
+
+// levelPoint is one evaluation of solveNoiseLevel's certificate.
+type levelPoint struct {
+	x, f   float64 // log κ, log δ − log target
+	d      float64
+	scales []float64
+}
+
+// bracketNoiseLevel returns lo infeasible (f > 0) and hi feasible (f ≤ 0)
+// around the root, bracketing geometrically from x0 = log guess: steps of
+// 1%, doubling, so a good guess costs two evaluations and a poor one a few
+// more.
+func bracketNoiseLevel(at func(float64) (levelPoint, error), x0, target float64) (lo, hi levelPoint, err error) {
+	p, err := at(x0)
+	if err != nil {
+		return lo, hi, err
+	}
 	step := 0.01
 	if p.f <= 0 {
 		hi = p
 		for k := 0; ; k++ {
 			q, err := at(hi.x - step)
 			if err != nil {
-				return 0, 0, nil, err
+				return lo, hi, err
 			}
 			if q.f > 0 {
-				lo = q
-				break
+				return q, hi, nil
 			}
 			hi = q
 			step *= 2
 			if k > 60 {
-				return 0, 0, nil, fmt.Errorf("%w: the accountant certifies any noise level; check the budget", ErrInfeasible)
-			}
-		}
-	} else {
-		lo = p
-		for k := 0; ; k++ {
-			q, err := at(lo.x + step)
-			if err != nil {
-				return 0, 0, nil, err
-			}
-			if q.f <= 0 {
-				hi = q
-				break
-			}
-			lo = q
-			step *= 2
-			if k > 60 || lo.x+step > 690 {
-				return 0, 0, nil, fmt.Errorf("%w: δ %v is below what the accountant can certify at any noise level (its numerical floor grows with the number of compositions, about 1e-13 each)", ErrInfeasible, target)
+				return lo, hi, fmt.Errorf("%w: the accountant certifies any noise level; check the budget", ErrInfeasible)
 			}
 		}
 	}
+	lo = p
+	for k := 0; ; k++ {
+		q, err := at(lo.x + step)
+		if err != nil {
+			return lo, hi, err
+		}
+		if q.f <= 0 {
+			return lo, q, nil
+		}
+		lo = q
+		step *= 2
+		if k > 60 || lo.x+step > 690 {
+			return lo, hi, fmt.Errorf("%w: δ %v is below what the accountant can certify at any noise level (its numerical floor grows with the number of compositions, about 1e-13 each)", ErrInfeasible, target)
+		}
+	}
+}
+
+// refineNoiseLevel narrows the bracket [lo, hi] to CalibrationTolerance by
+// the Illinois variant of regula falsi, and returns its feasible end.
+func refineNoiseLevel(at func(float64) (levelPoint, error), lo, hi levelPoint) (levelPoint, error) {
 	fl, fh := lo.f, hi.f // working values, halved by the Illinois rule
 	last, same := 0, 0
 	tol := math.Log1p(CalibrationTolerance)
@@ -174,7 +192,7 @@ func solveNoiseLevel(eval func(float64) (float64, []float64, error), guess, targ
 		x = math.Max(lo.x+minStep, math.Min(hi.x-minStep, x))
 		q, err := at(x)
 		if err != nil {
-			return 0, 0, nil, err
+			return hi, err
 		}
 		if q.f > 0 {
 			lo, fl = q, q.f
@@ -196,5 +214,5 @@ func solveNoiseLevel(eval func(float64) (float64, []float64, error), guess, targ
 			last = 1
 		}
 	}
-	return math.Exp(hi.x), hi.d, hi.scales, nil
+	return hi, nil
 }
