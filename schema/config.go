@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -228,110 +227,129 @@ func (c Config) withDefaults() Config {
 // Validate checks c and returns every problem at once (errors.Join), each
 // wrapping ErrInvalidConfig, or nil.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...))
-	}
+	p := &problems{sentinel: ErrInvalidConfig}
 	d := c.withDefaults()
+	c.validateLimits(p, d)
+	c.validateFields(p, d)
+	c.validateHistogram(p, d)
+	c.validateValue(p, d)
+	return p.err()
+}
+
+// validateLimits checks the formats and limits; d is c with its defaults.
+func (c Config) validateLimits(p *problems, d Config) {
 	switch d.Format {
 	case FormatAuto, FormatMsgpack, FormatJSON:
 	default:
-		bad("format %q is not one of msgpack, json, auto", c.Format)
+		p.bad("format %q is not one of msgpack, json, auto", c.Format)
 	}
 	switch d.TimeFormat {
 	case TimeAuto, TimeUnixSeconds, TimeUnixMillis, TimeRFC3339:
 	default:
-		bad("time_format %q is not one of unix_s, unix_ms, rfc3339, auto", c.TimeFormat)
+		p.bad("time_format %q is not one of unix_s, unix_ms, rfc3339, auto", c.TimeFormat)
 	}
 	if d.MaxKeyLen < 1 || d.MaxKeyLen > maxLenLimit {
-		bad("max_key_len %d is not in [1, %d]", c.MaxKeyLen, maxLenLimit)
+		p.bad("max_key_len %d is not in [1, %d]", c.MaxKeyLen, maxLenLimit)
 	}
 	if d.MaxStringLen < 1 || d.MaxStringLen > maxLenLimit {
-		bad("max_string_len %d is not in [1, %d]", c.MaxStringLen, maxLenLimit)
+		p.bad("max_string_len %d is not in [1, %d]", c.MaxStringLen, maxLenLimit)
 	}
 	if d.MinTime < minRepresentableTime || d.MaxTime > DefaultMaxTime || d.MinTime >= d.MaxTime {
-		bad("time range [%d, %d] ms is empty or outside [%d, %d]", d.MinTime, d.MaxTime, int64(minRepresentableTime), int64(DefaultMaxTime))
+		p.bad("time range [%d, %d] ms is empty or outside [%d, %d]", d.MinTime, d.MaxTime, int64(minRepresentableTime), int64(DefaultMaxTime))
 	}
+}
 
-	field := func(role, name string, required bool) {
-		switch {
-		case name == "" && required:
-			bad("%s is required", role)
-		case len(name) > d.MaxKeyLen && d.MaxKeyLen > 0:
-			bad("%s %q is longer than max_key_len %d", role, name, d.MaxKeyLen)
-		case name != "" && !utf8.ValidString(name):
-			bad("%s %q is not valid UTF-8", role, name)
-		}
+// field checks the name of a field in role (time_field, group_by[0], …)
+// against the defaulted configuration d.
+func (p *problems) field(d Config, role, name string, required bool) {
+	switch {
+	case name == "" && required:
+		p.bad("%s is required", role)
+	case len(name) > d.MaxKeyLen && d.MaxKeyLen > 0:
+		p.bad("%s %q is longer than max_key_len %d", role, name, d.MaxKeyLen)
+	case name != "" && !utf8.ValidString(name):
+		p.bad("%s %q is not valid UTF-8", role, name)
 	}
-	field("time_field", c.TimeField, true)
-	field("unit_field", c.UnitField, false)
+}
+
+// validateFields checks the time, unit and group_by fields.
+func (c Config) validateFields(p *problems, d Config) {
+	p.field(d, "time_field", c.TimeField, true)
+	p.field(d, "unit_field", c.UnitField, false)
 
 	if len(c.GroupBy) > MaxGroupBy {
-		bad("group_by has %d fields, more than %d", len(c.GroupBy), MaxGroupBy)
+		p.bad("group_by has %d fields, more than %d", len(c.GroupBy), MaxGroupBy)
 	}
 	seen := make(map[string]int, len(c.GroupBy))
 	for i, g := range c.GroupBy {
-		field(fmt.Sprintf("group_by[%d]", i), g, true)
+		p.field(d, fmt.Sprintf("group_by[%d]", i), g, true)
 		if seen[g]++; seen[g] == 2 && g != "" {
-			bad("group_by field %q is listed twice", g)
+			p.bad("group_by field %q is listed twice", g)
 		}
 	}
+}
 
-	if h := c.Histogram; h != nil {
-		field("histogram.field", h.Field, true)
+// validateHistogram checks the histogram, if any.
+func (c Config) validateHistogram(p *problems, d Config) {
+	h := c.Histogram
+	if h == nil {
+		return
+	}
+	p.field(d, "histogram.field", h.Field, true)
+	switch {
+	case len(h.Categories) > 0 && len(h.Edges) > 0:
+		p.bad("histogram has both categories and edges; set one")
+	case len(h.Categories) == 0 && len(h.Edges) == 0:
+		p.bad("histogram needs categories or edges")
+	case h.NumBuckets() > MaxBuckets:
+		p.bad("histogram has %d buckets, more than %d", h.NumBuckets(), MaxBuckets)
+	}
+	cats := make(map[string]int, len(h.Categories))
+	for i, cat := range h.Categories {
+		cats[cat]++
 		switch {
-		case len(h.Categories) > 0 && len(h.Edges) > 0:
-			bad("histogram has both categories and edges; set one")
-		case len(h.Categories) == 0 && len(h.Edges) == 0:
-			bad("histogram needs categories or edges")
-		case h.NumBuckets() > MaxBuckets:
-			bad("histogram has %d buckets, more than %d", h.NumBuckets(), MaxBuckets)
-		}
-		cats := make(map[string]int, len(h.Categories))
-		for i, cat := range h.Categories {
-			cats[cat]++
-			switch {
-			case len(cat) > d.MaxStringLen:
-				bad("histogram.categories[%d] is longer than max_string_len %d", i, d.MaxStringLen)
-			case !utf8.ValidString(cat):
-				bad("histogram.categories[%d] is not valid UTF-8", i)
-			case cats[cat] == 2:
-				bad("histogram category %q is listed twice", cat)
-			}
-		}
-		if h.Numeric() && (h.Other || h.OtherLabel != "") {
-			bad("histogram.other and histogram.other_label apply to categories only")
-		}
-		if h.Other && cats[h.otherLabel()] > 0 {
-			bad("histogram other_label %q equals a category", h.otherLabel())
-		}
-		if !utf8.ValidString(h.OtherLabel) {
-			bad("histogram.other_label is not valid UTF-8")
-		}
-		for i, e := range h.Edges {
-			if math.IsNaN(e) || math.IsInf(e, 0) {
-				bad("histogram.edges[%d] is not finite", i)
-			} else if i > 0 && !(h.Edges[i-1] < e) {
-				bad("histogram.edges must be strictly increasing (edges[%d] ≤ edges[%d])", i, i-1)
-			}
+		case len(cat) > d.MaxStringLen:
+			p.bad("histogram.categories[%d] is longer than max_string_len %d", i, d.MaxStringLen)
+		case !utf8.ValidString(cat):
+			p.bad("histogram.categories[%d] is not valid UTF-8", i)
+		case cats[cat] == 2:
+			p.bad("histogram category %q is listed twice", cat)
 		}
 	}
+	if h.Numeric() && (h.Other || h.OtherLabel != "") {
+		p.bad("histogram.other and histogram.other_label apply to categories only")
+	}
+	if h.Other && cats[h.otherLabel()] > 0 {
+		p.bad("histogram other_label %q equals a category", h.otherLabel())
+	}
+	if !utf8.ValidString(h.OtherLabel) {
+		p.bad("histogram.other_label is not valid UTF-8")
+	}
+	for i, e := range h.Edges {
+		if math.IsNaN(e) || math.IsInf(e, 0) {
+			p.bad("histogram.edges[%d] is not finite", i)
+		} else if i > 0 && !(h.Edges[i-1] < e) {
+			p.bad("histogram.edges must be strictly increasing (edges[%d] ≤ edges[%d])", i, i-1)
+		}
+	}
+}
 
+// validateValue checks the value field and its bounds.
+func (c Config) validateValue(p *problems, d Config) {
 	if c.ValueField != "" {
-		field("value_field", c.ValueField, true)
+		p.field(d, "value_field", c.ValueField, true)
 		switch {
 		case math.IsNaN(c.Lower) || math.IsInf(c.Lower, 0) || math.IsNaN(c.Upper) || math.IsInf(c.Upper, 0):
-			bad("lower and upper (the value bounds) must be finite")
+			p.bad("lower and upper (the value bounds) must be finite")
 		case !(c.Lower < c.Upper):
-			bad("lower %g must be below upper %g (the value bounds)", c.Lower, c.Upper)
+			p.bad("lower %g must be below upper %g (the value bounds)", c.Lower, c.Upper)
 		}
 	} else {
 		if c.Lower != 0 || c.Upper != 0 {
-			bad("lower/upper are set but value_field is not")
+			p.bad("lower/upper are set but value_field is not")
 		}
 		if c.ValueOptional {
-			bad("value_optional is set but value_field is not")
+			p.bad("value_optional is set but value_field is not")
 		}
 	}
-	return errors.Join(errs...)
 }

@@ -1,11 +1,8 @@
 package schema
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"unicode/utf8"
 )
 
 // SchemaVersion is the version of the release message format that
@@ -284,120 +281,125 @@ var seriesOf = map[Kind][]string{
 // Validate checks that r can be published: every problem at once
 // (errors.Join), each wrapping ErrInvalidRelease.
 func (r *Release) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidRelease}, args...)...))
-	}
-	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-	budget := func(what string, b Budget) {
-		if !(b.Epsilon > 0) || !finite(b.Epsilon) || !(b.Delta >= 0 && b.Delta < 1) {
-			bad("%s needs ε > 0 finite and 0 ≤ δ < 1", what)
-		}
-	}
-	text := func(what, s string, required bool) {
-		if required && s == "" {
-			bad("%s is empty", what)
-		}
-		if !utf8.ValidString(s) {
-			bad("%s is not valid UTF-8", what)
-		}
-	}
-	text("release_id", r.ReleaseID, true)
-	text("aggregate", r.Aggregate, true)
-	text("privacy unit", r.Unit, false)
-	text("instance", r.Instance, false)
-	text("note", r.Note, false)
+	p := &problems{sentinel: ErrInvalidRelease}
+	r.validateHeader(p)
+	r.validateSeries(p)
+	r.validateRunning(p.bad)
+	r.validateBudgets(p)
+	return p.err()
+}
+
+// validateHeader checks the release's identity, window and group.
+func (r *Release) validateHeader(p *problems) {
+	p.text("release_id", r.ReleaseID, true)
+	p.text("aggregate", r.Aggregate, true)
+	p.text("privacy unit", r.Unit, false)
+	p.text("instance", r.Instance, false)
+	p.text("note", r.Note, false)
 	if !(r.WindowStart < r.WindowEnd) {
-		bad("window [%d, %d) is empty", r.WindowStart, r.WindowEnd)
+		p.bad("window [%d, %d) is empty", r.WindowStart, r.WindowEnd)
 	}
 	names := make(map[string]bool, len(r.Group))
 	for i, g := range r.Group {
-		text(fmt.Sprintf("group[%d].name", i), g.Name, true)
-		text(fmt.Sprintf("group[%d].value", i), g.Value, false)
+		p.text(fmt.Sprintf("group[%d].name", i), g.Name, true)
+		p.text(fmt.Sprintf("group[%d].value", i), g.Value, false)
 		if names[g.Name] {
-			bad("group field %q occurs twice", g.Name)
+			p.bad("group field %q occurs twice", g.Name)
 		}
 		names[g.Name] = true
 	}
+}
+
+// validateSeries checks that the series are those of the release's kind,
+// and each of them.
+func (r *Release) validateSeries(p *problems) {
 	want, ok := seriesOf[r.Kind]
 	want = withRunning(r, want)
 	if !ok {
-		bad("kind %q is not one of histogram, count, sum, mean, units, variance, quantiles", r.Kind)
+		p.bad("kind %q is not one of histogram, count, sum, mean, units, variance, quantiles", r.Kind)
 	} else if len(r.Series) != len(want) {
-		bad("a %s release has series %v, got %d series", r.Kind, want, len(r.Series))
+		p.bad("a %s release has series %v, got %d series", r.Kind, want, len(r.Series))
 	}
 	for i := range r.Series {
 		s := &r.Series[i]
 		if ok && i < len(want) && s.Name != want[i] {
-			bad("series %d of a %s release is %q, want %q", i, r.Kind, s.Name, want[i])
+			p.bad("series %d of a %s release is %q, want %q", i, r.Kind, s.Name, want[i])
 		}
-		text("series mechanism", s.Mechanism, true)
-		if (s.Mechanism == DerivedMechanism) != derivedSeries[s.Name] {
-			bad("series %q: only the mean, variance, stddev and rank_error series are %q", s.Name, DerivedMechanism)
+		r.validateOneSeries(p, s)
+	}
+}
+
+// validateOneSeries checks one series of r: its mechanism, scale,
+// sensitivities, values, labels and intervals.
+func (r *Release) validateOneSeries(p *problems, s *Series) {
+	p.text("series mechanism", s.Mechanism, true)
+	if (s.Mechanism == DerivedMechanism) != derivedSeries[s.Name] {
+		p.bad("series %q: only the mean, variance, stddev and rank_error series are %q", s.Name, DerivedMechanism)
+	}
+	if !(s.Scale >= 0) || !finite(s.Scale) {
+		p.bad("series %q: scale must be finite and ≥ 0", s.Name)
+	}
+	sens := s.Sensitivity
+	if sens.L0 < 0 || !(sens.L1 >= 0 && sens.L2 >= 0 && sens.LInf >= 0) ||
+		!finite(sens.L1) || !finite(sens.L2) || !finite(sens.LInf) {
+		p.bad("series %q: sensitivities must be finite and ≥ 0", s.Name)
+	}
+	n := s.Len()
+	switch {
+	case (s.Ints == nil) == (s.Floats == nil):
+		p.bad("series %q: set exactly one of Ints and Floats", s.Name)
+	case n == 0:
+		p.bad("series %q has no values", s.Name)
+	case labelledKinds[r.Kind] && len(s.Labels) != n:
+		p.bad("series %q: %d labels for %d values", s.Name, len(s.Labels), n)
+	case !labelledKinds[r.Kind] && (n != 1 || len(s.Labels) != 0):
+		p.bad("series %q: a %s release has one unlabelled value", s.Name, r.Kind)
+	case floatSeries[s.Name] && s.Ints != nil:
+		p.bad("series %q must be float-valued", s.Name)
+	}
+	for j, l := range s.Labels {
+		p.text(fmt.Sprintf("series %q label %d", s.Name, j), l, false)
+	}
+	for _, f := range s.Floats {
+		if !finite(f) {
+			p.bad("series %q has a value that is not finite", s.Name)
+			break
 		}
-		if !(s.Scale >= 0) || !finite(s.Scale) {
-			bad("series %q: scale must be finite and ≥ 0", s.Name)
-		}
-		sens := s.Sensitivity
-		if sens.L0 < 0 || !(sens.L1 >= 0 && sens.L2 >= 0 && sens.LInf >= 0) ||
-			!finite(sens.L1) || !finite(sens.L2) || !finite(sens.LInf) {
-			bad("series %q: sensitivities must be finite and ≥ 0", s.Name)
-		}
-		n := s.Len()
-		switch {
-		case (s.Ints == nil) == (s.Floats == nil):
-			bad("series %q: set exactly one of Ints and Floats", s.Name)
-		case n == 0:
-			bad("series %q has no values", s.Name)
-		case labelledKinds[r.Kind] && len(s.Labels) != n:
-			bad("series %q: %d labels for %d values", s.Name, len(s.Labels), n)
-		case !labelledKinds[r.Kind] && (n != 1 || len(s.Labels) != 0):
-			bad("series %q: a %s release has one unlabelled value", s.Name, r.Kind)
-		case floatSeries[s.Name] && s.Ints != nil:
-			bad("series %q must be float-valued", s.Name)
-		}
-		for j, l := range s.Labels {
-			text(fmt.Sprintf("series %q label %d", s.Name, j), l, false)
-		}
-		for _, f := range s.Floats {
-			if !finite(f) {
-				bad("series %q has a value that is not finite", s.Name)
+	}
+	if !(s.Level > 0 && s.Level < 1) {
+		p.bad("series %q: confidence level must be in (0, 1)", s.Name)
+	}
+	if len(s.Lo) != n || len(s.Hi) != n {
+		p.bad("series %q: %d values need %d intervals", s.Name, n, n)
+	} else {
+		for j := range s.Lo {
+			if !finite(s.Lo[j]) || !finite(s.Hi[j]) || !(s.Lo[j] <= s.Hi[j]) {
+				p.bad("series %q: interval %d is not finite with lo ≤ hi", s.Name, j)
 				break
 			}
 		}
-		if !(s.Level > 0 && s.Level < 1) {
-			bad("series %q: confidence level must be in (0, 1)", s.Name)
-		}
-		if len(s.Lo) != n || len(s.Hi) != n {
-			bad("series %q: %d values need %d intervals", s.Name, n, n)
-		} else {
-			for j := range s.Lo {
-				if !finite(s.Lo[j]) || !finite(s.Hi[j]) || !(s.Lo[j] <= s.Hi[j]) {
-					bad("series %q: interval %d is not finite with lo ≤ hi", s.Name, j)
-					break
-				}
-			}
-		}
 	}
-	r.validateRunning(bad)
-	budget("budget", r.Budget)
-	budget("spent budget", r.Spent)
+}
+
+// validateBudgets checks the budgets, the horizon and the bounds.
+func (r *Release) validateBudgets(p *problems) {
+	p.budget("budget", r.Budget)
+	p.budget("spent budget", r.Spent)
 	h := r.Horizon
 	if h == (Horizon{}) {
 		// no horizon
 	} else if !(h.Start < h.End) {
-		bad("horizon [%d, %d) is empty", h.Start, h.End)
+		p.bad("horizon [%d, %d) is empty", h.Start, h.End)
 	} else {
-		budget("horizon budget", h.Budget)
+		p.budget("horizon budget", h.Budget)
 	}
 	b := r.Bounds
 	if b.MaxGroups < 0 || b.MaxBuckets < 0 || b.MaxPerBucket < 0 || b.MaxValues < 0 {
-		bad("bounds must be ≥ 0")
+		p.bad("bounds must be ≥ 0")
 	}
 	if !finite(b.Lower) || !finite(b.Upper) || !(b.Lower < b.Upper || (b.Lower == 0 && b.Upper == 0)) {
-		bad("value bounds must be finite with lower < upper (or both 0)")
+		p.bad("value bounds must be finite with lower < upper (or both 0)")
 	}
-	return errors.Join(errs...)
 }
 
 // The release message keys, in the order AppendRelease writes them.

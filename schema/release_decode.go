@@ -218,24 +218,7 @@ func (d *relDecoder) release() (r Release, key string) {
 		case kKind:
 			r.Kind = Kind(d.str())
 		case kGroup:
-			d.array(kGroup, func() {
-				var g GroupValue
-				gs := map[string]bool{}
-				d.fields(kGroup, func(k string) bool {
-					gs[k] = true
-					switch k {
-					case kName:
-						g.Name = d.str()
-					case kValue:
-						g.Value = d.str()
-					default:
-						return false
-					}
-					return true
-				})
-				d.require(kGroup, gs, kName, kValue)
-				r.Group = append(r.Group, g)
-			})
+			d.array(kGroup, func() { r.Group = append(r.Group, d.group()) })
 		case kSeries:
 			d.array(kSeries, func() { r.Series = append(r.Series, d.series()) })
 		case kEpsilon:
@@ -259,29 +242,7 @@ func (d *relDecoder) release() (r Release, key string) {
 		case kEventLevel:
 			eventLevel = d.bool()
 		case kBounds:
-			bs := map[string]bool{}
-			b := &r.Bounds
-			d.fields(kBounds, func(k string) bool {
-				bs[k] = true
-				switch k {
-				case kMaxGroups:
-					b.MaxGroups = d.int()
-				case kMaxBuckets:
-					b.MaxBuckets = d.int()
-				case kMaxPerBkt:
-					b.MaxPerBucket = d.int()
-				case kMaxValues:
-					b.MaxValues = d.int()
-				case kLower:
-					b.Lower = d.float()
-				case kUpper:
-					b.Upper = d.float()
-				default:
-					return false
-				}
-				return true
-			})
-			d.require(kBounds, bs, kMaxGroups, kMaxBuckets, kMaxPerBkt, kMaxValues, kLower, kUpper)
+			r.Bounds = d.bounds()
 		case kInstance:
 			r.Instance = d.str()
 		case kNote:
@@ -304,6 +265,54 @@ func (d *relDecoder) release() (r Release, key string) {
 		r.Unit = unit
 	}
 	return r, key
+}
+
+// group reads one group map.
+func (d *relDecoder) group() GroupValue {
+	var g GroupValue
+	gs := map[string]bool{}
+	d.fields(kGroup, func(k string) bool {
+		gs[k] = true
+		switch k {
+		case kName:
+			g.Name = d.str()
+		case kValue:
+			g.Value = d.str()
+		default:
+			return false
+		}
+		return true
+	})
+	d.require(kGroup, gs, kName, kValue)
+	return g
+}
+
+// bounds reads the bounds map.
+func (d *relDecoder) bounds() Bounds {
+	var b Bounds
+	bs := map[string]bool{}
+	d.fields(kBounds, func(k string) bool {
+		bs[k] = true
+		switch k {
+		case kMaxGroups:
+			b.MaxGroups = d.int()
+		case kMaxBuckets:
+			b.MaxBuckets = d.int()
+		case kMaxPerBkt:
+			b.MaxPerBucket = d.int()
+		case kMaxValues:
+			b.MaxValues = d.int()
+		case kLower:
+			b.Lower = d.float()
+		case kUpper:
+			b.Upper = d.float()
+		default:
+			return false
+		}
+		return true
+	})
+	d.require(kBounds, bs, kMaxGroups, kMaxBuckets, kMaxPerBkt, kMaxValues, kLower, kUpper)
+	return b
 }
 
 // series reads one series map.

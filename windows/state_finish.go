@@ -1,0 +1,110 @@
+package windows
+
+import (
+	"slices"
+	"strings"
+)
+
+// finish applies the remaining bounds and returns the window's aggregate.
+// The state must not be used afterwards.
+func (w *openWindow) finish() Window {
+	t := w.t
+	out := t.emptyWindow(w.start)
+	out.Drops = w.drops
+	if !t.cfg.EventLevel {
+		w.acc = make([]gacc, len(w.gkeys))
+		// The aggregates are sums (exact for the values), so the order in
+		// which units are visited does not matter: arena order.
+		for _, r := range w.liveRefs() {
+			b := w.blob(r)
+			t.finishUnit(b[hEvents], int(b[hMeta]&0xffff), b[w.hdr:], w.acc, &out.Drops)
+		}
+		out.Units = int64(w.live)
+	}
+	t.finishGroups(&out, w.gkeys, w.acc)
+	return out
+}
+
+// emptyWindow returns the window starting at start with no contribution:
+// what Poll emits for a window without state, and what the finishing
+// functions start from.
+func (t *Tumbling) emptyWindow(start int64) Window {
+	return Window{Start: start, End: start + t.size, EventLevel: t.cfg.EventLevel, Sensitivity: t.sens, Partials: 1}
+}
+
+// finishUnit applies the remaining bounds to one kept unit — events
+// accepted events and ng kept groups in the words b (laid out as in a unit
+// blob, each group's first word indexing acc) — adding its contributions
+// to acc and what the bounds remove to d. Shared by Poll (unit blobs) and
+// MergePartials (partial units), so that both finish a unit with the same
+// arithmetic; the order of the groups, cells and values in b does not
+// matter.
+func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *Drops) {
+	cfg := &t.cfg
+	perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
+	kept := int64(0)
+	pos := 0
+	for range ng {
+		g := b[pos : pos+groupSize(b[pos+gCounts])]
+		pos += len(g)
+		a := &acc[g[gGid]]
+		events := g[gEvents]
+		kept += int64(events)
+		a.units++
+		if cfg.Count {
+			a.count += int64(min(events, maxValues))
+			d.Count += int64(events - min(events, maxValues))
+		}
+		nb, nv := int(g[gCounts]&0xffff), int(g[gCounts]>>16)
+		cells := g[gWords : gWords+cellWords*nb]
+		if cfg.Histogram {
+			if a.hist == nil {
+				a.hist = make([]int64, cfg.NumBuckets)
+			}
+			inCells := int64(0)
+			for i := 0; i < len(cells); i += cellWords {
+				n := cells[i+1]
+				inCells += int64(n)
+				a.hist[cells[i]] += int64(min(n, perBucket))
+				d.PerBucket += int64(n - min(n, perBucket))
+			}
+			d.Buckets += int64(g[gHist]) - inCells
+		}
+		if t.valued {
+			vals := g[gWords+len(cells):]
+			for i := 0; i < len(vals); i += valWords {
+				_, v := valueAt(vals, i)
+				t.addClamped(a, v)
+			}
+			d.Values += int64(g[gNvals]) - int64(nv)
+		}
+	}
+	d.Groups += int64(events) - kept
+}
+
+// finishGroups appends to out the groups with a contribution — keys[i]
+// with accumulator acc[i] — sorted by key, and adds their clamping counts
+// (and, with EventLevel, their events as units).
+func (t *Tumbling) finishGroups(out *Window, keys []string, acc []gacc) {
+	cfg := &t.cfg
+	for gid, key := range keys {
+		a := &acc[gid]
+		if a.units == 0 {
+			continue
+		}
+		if cfg.EventLevel {
+			out.Units += a.units
+		}
+		out.Drops.Clamped += a.clamp
+		g := Group{Key: key, Units: a.units, Histogram: a.hist, Values: a.values, sum: a.sum, csum: a.csum, csq: a.csq, Leaves: leafCounts(a.leaves)}
+		if cfg.Count {
+			g.Count = a.count
+		}
+		if !t.valued {
+			g.Values = 0
+		}
+		g.finish()
+		out.Groups = append(out.Groups, g)
+	}
+	slices.SortFunc(out.Groups, func(a, b Group) int { return strings.Compare(a.Key, b.Key) })
+}
