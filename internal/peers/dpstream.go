@@ -196,113 +196,152 @@ func runDpstream(ctx context.Context, d *Data, aggs []string, reps int, seed uin
 	}
 	defer cl.Close()
 
-	var clock atomic.Int64
-	clock.Store(base)
-	now := func() time.Time { return time.UnixMilli(clock.Load()) }
-	var (
-		mu   sync.Mutex
-		rels = make(map[string]map[int64]schema.Release)
-		cond = make(chan struct{}, 1)
-	)
-	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
+	h := &harness{ctx: ctx, reps: reps, rels: map[string]map[int64]schema.Release{}, cond: make(chan struct{}, 1),
+		errc: make(chan error, len(aggs))}
+	h.clock.Store(base)
 	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	errc := make(chan error, len(aggs))
-	running := 0
-	defer func() {
-		stop()
-		for range running {
-			<-errc
-		}
-	}()
+	defer h.stopAll(stop)
+	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, agg := range aggs {
 		name := prefix + "-" + agg
-		rels[agg] = make(map[int64]schema.Release)
-		op, err := operator.New(dpstreamConfig(d.Setting, agg, cl.ListenAddrs(), input, name),
-			operator.WithKey(runKey(seed, name)), operator.WithLogger(logger), operator.WithClock(now),
-			operator.WithReleaseHook(func(p operator.Published) {
-				mu.Lock()
-				for _, r := range p.Releases {
-					rels[agg][r.WindowStart] = r
-				}
-				mu.Unlock()
-				select {
-				case cond <- struct{}{}:
-				default:
-				}
-			}))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrDpstream, agg, err)
+		if err := h.start(runCtx, agg, dpstreamConfig(d.Setting, agg, cl.ListenAddrs(), input, name), runKey(seed, name), logger); err != nil {
+			return nil, err
 		}
-		running++
-		go func() { errc <- op.Run(runCtx) }()
 	}
-	// published is the number of windows every operator has published.
-	published := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := reps
-		for _, m := range rels {
-			n = min(n, len(m))
-		}
-		return n
-	}
-	wait := func(n int) error {
-		for published() < n {
-			select {
-			case <-cond:
-			case err := <-errc:
-				running--
-				return fmt.Errorf("%w: an operator stopped: %v", ErrDpstream, err)
-			case <-ctx.Done():
-				return fmt.Errorf("%w: %d of %d windows published: %v", ErrDpstream, published(), reps, ctx.Err())
-			}
-		}
-		return nil
-	}
-
 	prod, err := kgo.NewClient(kgo.SeedBrokers(cl.ListenAddrs()...), kgo.DefaultProduceTopic(input),
 		kgo.ProducerLinger(0), kgo.MaxBufferedRecords(1<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%w: producer: %v", ErrDpstream, err)
 	}
 	defer prod.Close()
+	if err := h.produce(prod, d, input); err != nil {
+		return nil, err
+	}
+	if err := h.wait(reps); err != nil {
+		return nil, err
+	}
+	return h.releases(aggs)
+}
+
+// harness drives the operators of one runDpstream: their shared clock,
+// the releases their hooks report, and how many of them still run.
+type harness struct {
+	ctx     context.Context
+	reps    int
+	clock   atomic.Int64 // the operators' clock (Unix ms)
+	mu      sync.Mutex
+	rels    map[string]map[int64]schema.Release // aggregate → window start → release
+	cond    chan struct{}                       // signalled after every publication
+	errc    chan error                          // an operator's Run returned
+	running int
+}
+
+// now is the operators' clock.
+func (h *harness) now() time.Time { return time.UnixMilli(h.clock.Load()) }
+
+// start runs one operator releasing aggregate agg under cfg and key.
+func (h *harness) start(ctx context.Context, agg string, cfg operator.Config, key rng.Key, logger *slog.Logger) error {
+	h.rels[agg] = make(map[int64]schema.Release)
+	op, err := operator.New(cfg, operator.WithKey(key), operator.WithLogger(logger), operator.WithClock(h.now),
+		operator.WithReleaseHook(func(p operator.Published) {
+			h.mu.Lock()
+			for _, r := range p.Releases {
+				h.rels[agg][r.WindowStart] = r
+			}
+			h.mu.Unlock()
+			select {
+			case h.cond <- struct{}{}:
+			default:
+			}
+		}))
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrDpstream, agg, err)
+	}
+	h.running++
+	go func() { h.errc <- op.Run(ctx) }()
+	return nil
+}
+
+// stopAll stops the operators and waits for every Run to return.
+func (h *harness) stopAll(stop context.CancelFunc) {
+	stop()
+	for range h.running {
+		<-h.errc
+	}
+}
+
+// published is the number of windows every operator has published.
+func (h *harness) published() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := h.reps
+	for _, m := range h.rels {
+		n = min(n, len(m))
+	}
+	return n
+}
+
+// wait returns once every operator has published n windows.
+func (h *harness) wait(n int) error {
+	for h.published() < n {
+		select {
+		case <-h.cond:
+		case err := <-h.errc:
+			h.running--
+			return fmt.Errorf("%w: an operator stopped: %v", ErrDpstream, err)
+		case <-h.ctx.Done():
+			return fmt.Errorf("%w: %d of %d windows published: %v", ErrDpstream, h.published(), h.reps, h.ctx.Err())
+		}
+	}
+	return nil
+}
+
+// produce writes the events of every window to input, window by window,
+// at most pipelineDepth windows ahead of the slowest operator, moving the
+// clock past each window's schedule once its events are written and
+// deleting the input the operators have read.
+func (h *harness) produce(prod *kgo.Client, d *Data, input string) error {
 	// ends[w] is the input offset after window w's events.
-	ends := make([]int64, reps)
+	ends := make([]int64, h.reps)
 	trimmed := 0
-	for w := range reps {
-		// At most pipelineDepth windows ahead of the slowest operator.
-		if err := wait(w - pipelineDepth); err != nil {
-			return nil, err
+	for w := range h.reps {
+		if err := h.wait(w - pipelineDepth); err != nil {
+			return err
 		}
 		// The windows every operator published, but the last, are read:
 		// their events can go (the last stays, in case an operator
 		// re-reads from its last commit).
-		if done := published() - 1; done > trimmed {
-			if err := trimInput(ctx, prod, input, ends[done-1]); err != nil {
-				return nil, err
+		if done := h.published() - 1; done > trimmed {
+			if err := trimInput(h.ctx, prod, input, ends[done-1]); err != nil {
+				return err
 			}
 			trimmed = done
 		}
 		recs := encodeEvents(d, w)
-		if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-			return nil, fmt.Errorf("%w: producing window %d: %v", ErrDpstream, w, err)
+		if err := prod.ProduceSync(h.ctx, recs...).FirstErr(); err != nil {
+			return fmt.Errorf("%w: producing window %d: %v", ErrDpstream, w, err)
 		}
 		ends[w] = recs[len(recs)-1].Offset + 1
-		// Window w is complete: once an operator has read to the end, its
-		// watermark (clock − idle timeout) passes the window's end.
+		// Window w is complete. A live window is published no earlier
+		// than end + allowed_lateness (0) + idle_timeout by the
+		// operator's clock, at the first tick (idle_timeout/10) after
+		// that: a second idle timeout covers both and stays far inside
+		// the next window.
 		end := base + int64(w+1)*windowSize.Milliseconds()
-		clock.Store(end + idleTimeout.Milliseconds() + 1)
+		h.clock.Store(end + 2*idleTimeout.Milliseconds())
 	}
-	if err := wait(reps); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// releases returns the release of every window, in window order, per
+// aggregate.
+func (h *harness) releases(aggs []string) (map[string][]schema.Release, error) {
 	out := make(map[string][]schema.Release, len(aggs))
-	mu.Lock()
-	defer mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, agg := range aggs {
-		for w := range reps {
-			r, ok := rels[agg][base+int64(w)*windowSize.Milliseconds()]
+		for w := range h.reps {
+			r, ok := h.rels[agg][base+int64(w)*windowSize.Milliseconds()]
 			if !ok {
 				return nil, fmt.Errorf("%w: %s: window %d has no release", ErrDpstream, agg, w)
 			}

@@ -65,114 +65,147 @@ func aggregatePerUnit(d *Data) perUnit {
 // googleRep runs every aggregation once with noise kind kind and returns
 // the squared errors.
 func googleRep(d *Data, p perUnit, kind string) (RepErrors, error) {
-	s := d.Setting
-	t := &d.Truth
-	var nz noise.Noise
-	eps, del := s.Epsilon, s.Delta
-	switch kind {
-	case NoiseLaplace:
-		nz, del = noise.Laplace(), 0
-	case NoiseGaussian:
-		nz = noise.Gaussian()
-	default:
-		return nil, fmt.Errorf("%w: unknown noise %q", ErrGoogle, kind)
-	}
-	bound := int64(s.Bound)
-	e := RepErrors{}
-	put := func(row string, got, want float64) {
-		d := got - want
-		e[row] = d * d
-	}
-
-	// count: the events, each unit's count bounded by Bound.
-	cnt, err := unitSum(p.count, eps, del, 1, bound, nz)
+	g, err := newGoogleRun(d, kind)
 	if err != nil {
 		return nil, err
 	}
-	put(RowCount, cnt, t.Count)
-
-	// units: one per unit.
-	uc, err := dpagg.NewCount(&dpagg.CountOptions{Epsilon: eps, Delta: del, MaxPartitionsContributed: 1, Noise: nz})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+	if err := errors.Join(g.counts(p), g.sum(p), g.events(), g.histogram(p)); err != nil {
+		return nil, err
 	}
-	if err := uc.IncrementBy(int64(s.Units)); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+	return g.e, nil
+}
+
+// googleRun is one repetition of Google's aggregations: the setting's
+// budget with noise nz, and the squared errors so far.
+type googleRun struct {
+	d        *Data
+	nz       noise.Noise
+	eps, del float64
+	bound    int64
+	e        RepErrors
+}
+
+// newGoogleRun prepares a repetition with noise kind (Laplace: pure ε, so
+// δ = 0; Gaussian: the setting's δ).
+func newGoogleRun(d *Data, kind string) (*googleRun, error) {
+	g := &googleRun{d: d, eps: d.Setting.Epsilon, del: d.Setting.Delta, bound: int64(d.Setting.Bound), e: RepErrors{}}
+	switch kind {
+	case NoiseLaplace:
+		g.nz, g.del = noise.Laplace(), 0
+	case NoiseGaussian:
+		g.nz = noise.Gaussian()
+	default:
+		return nil, fmt.Errorf("%w: unknown noise %q", ErrGoogle, kind)
+	}
+	return g, nil
+}
+
+// put records the squared error of row.
+func (g *googleRun) put(row string, got, want float64) {
+	d := got - want
+	g.e[row] = d * d
+}
+
+// counts releases the event count (each unit's count bounded by Bound)
+// and the distinct units (one per unit).
+func (g *googleRun) counts(p perUnit) error {
+	cnt, err := unitSum(p.count, g.eps, g.del, 1, g.bound, g.nz)
+	if err != nil {
+		return err
+	}
+	g.put(RowCount, cnt, g.d.Truth.Count)
+	uc, err := dpagg.NewCount(&dpagg.CountOptions{Epsilon: g.eps, Delta: g.del, MaxPartitionsContributed: 1, Noise: g.nz})
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
+	}
+	if err := uc.IncrementBy(int64(g.d.Setting.Units)); err != nil {
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
 	u, err := uc.Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	put(RowUnits, float64(u), t.Units)
+	g.put(RowUnits, float64(u), g.d.Truth.Units)
+	return nil
+}
 
-	// sum: each unit's clamped sum bounded by Bound·Upper.
-	bs, err := dpagg.NewBoundedSumFloat64(&dpagg.BoundedSumFloat64Options{Epsilon: eps, Delta: del,
-		MaxPartitionsContributed: 1, Lower: 0, Upper: float64(bound) * Upper, Noise: nz})
+// sum releases the sum, each unit's clamped sum bounded by Bound·Upper.
+func (g *googleRun) sum(p perUnit) error {
+	bs, err := dpagg.NewBoundedSumFloat64(&dpagg.BoundedSumFloat64Options{Epsilon: g.eps, Delta: g.del,
+		MaxPartitionsContributed: 1, Lower: 0, Upper: float64(g.bound) * Upper, Noise: g.nz})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
 	for _, v := range p.sum {
 		if err := bs.Add(v); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+			return fmt.Errorf("%w: %v", ErrGoogle, err)
 		}
 	}
 	sum, err := bs.Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	put(RowSum, sum, t.Sum)
+	g.put(RowSum, sum, g.d.Truth.Sum)
+	return nil
+}
 
-	// mean and variance: every event, Bound per unit.
-	bm, err := dpagg.NewBoundedMean(&dpagg.BoundedMeanOptions{Epsilon: eps, Delta: del, MaxPartitionsContributed: 1,
-		MaxContributionsPerPartition: bound, Lower: Lower, Upper: Upper, Noise: nz})
+// events releases the mean, the variance and the quantiles from every
+// event, Bound per unit.
+func (g *googleRun) events() error {
+	bm, err := dpagg.NewBoundedMean(&dpagg.BoundedMeanOptions{Epsilon: g.eps, Delta: g.del, MaxPartitionsContributed: 1,
+		MaxContributionsPerPartition: g.bound, Lower: Lower, Upper: Upper, Noise: g.nz})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	bv, err := dpagg.NewBoundedVariance(&dpagg.BoundedVarianceOptions{Epsilon: eps, Delta: del, MaxPartitionsContributed: 1,
-		MaxContributionsPerPartition: bound, Lower: Lower, Upper: Upper, Noise: nz})
+	bv, err := dpagg.NewBoundedVariance(&dpagg.BoundedVarianceOptions{Epsilon: g.eps, Delta: g.del, MaxPartitionsContributed: 1,
+		MaxContributionsPerPartition: g.bound, Lower: Lower, Upper: Upper, Noise: g.nz})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	bq, err := dpagg.NewBoundedQuantiles(&dpagg.BoundedQuantilesOptions{Epsilon: eps, Delta: del, MaxPartitionsContributed: 1,
-		MaxContributionsPerPartition: bound, Lower: Lower, Upper: Upper, Noise: nz})
+	bq, err := dpagg.NewBoundedQuantiles(&dpagg.BoundedQuantilesOptions{Epsilon: g.eps, Delta: g.del, MaxPartitionsContributed: 1,
+		MaxContributionsPerPartition: g.bound, Lower: Lower, Upper: Upper, Noise: g.nz})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	for _, ev := range d.Events {
+	for _, ev := range g.d.Events {
 		if err := errors.Join(bm.Add(ev.Value), bv.Add(ev.Value), bq.Add(ev.Value)); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+			return fmt.Errorf("%w: %v", ErrGoogle, err)
 		}
 	}
 	mean, err := bm.Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	put(RowMean, mean, t.Mean)
+	g.put(RowMean, mean, g.d.Truth.Mean)
 	variance, err := bv.Result()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+		return fmt.Errorf("%w: %v", ErrGoogle, err)
 	}
-	put(RowVariance, variance, t.Variance)
+	g.put(RowVariance, variance, g.d.Truth.Variance)
 	xs := make([]float64, len(Ranks))
 	for i, r := range Ranks {
 		if xs[i], err = bq.Result(r); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrGoogle, err)
+			return fmt.Errorf("%w: %v", ErrGoogle, err)
 		}
 	}
-	quantileErrors(e, t, xs)
+	quantileErrors(g.e, &g.d.Truth, xs)
+	return nil
+}
 
-	// histogram: each cell a partition, Cells per unit, Bound per cell.
+// histogram releases every cell as a partition: Cells per unit, Bound per
+// cell; the row is the mean squared error over the cells.
+func (g *googleRun) histogram(p perUnit) error {
 	var sq float64
 	for j := range Categories {
-		c, err := unitSum(p.cells[j], eps, del, int64(s.Cells()), bound, nz)
+		c, err := unitSum(p.cells[j], g.eps, g.del, int64(g.d.Setting.Cells()), g.bound, g.nz)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		d := c - t.Hist[j]
+		d := c - g.d.Truth.Hist[j]
 		sq += d * d
 	}
-	e[RowHist] = sq / float64(len(Categories))
-	return e, nil
+	g.e[RowHist] = sq / float64(len(Categories))
+	return nil
 }
 
 // unitSum releases the sum of per-unit integers xs, each in [0, upper],
