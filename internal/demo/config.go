@@ -14,28 +14,38 @@ import (
 // demo stays small.
 const Partitions = 2
 
+// InProcessKafka is the Kafka section of an operator that runs against an
+// in-process broker (the demo's, a benchmark's): brokers, one input topic,
+// the output topic, group (also the release namespace) and instance (also
+// the client id), topics created as needed, commits every 500 ms, short
+// retry backoffs (100 ms doubling to 2 s), and the smallest session
+// timeout Kafka accepts by default (group.min.session.timeout.ms = 6000).
+func InProcessKafka(brokers []string, input, output, group, instance string) operator.KafkaConfig {
+	k := operator.Default().Kafka
+	k.Brokers = brokers
+	k.InputTopics = []string{input}
+	k.OutputTopic = output
+	k.GroupID = group
+	k.ReleaseNamespace = group
+	k.Instance = instance
+	k.ClientID = instance
+	k.CreateTopics = true
+	k.CommitInterval = 500 * time.Millisecond
+	k.RetryBackoff = 100 * time.Millisecond
+	k.RetryBackoffMax = 2 * time.Second
+	k.SessionTimeout = 6 * time.Second
+	return k
+}
+
 // OperatorConfig is the operator configuration of a demo run: the
 // stream's schema, windows and bounds, the budget and mechanism of o, and
 // the given brokers, input and output topics and consumer group (also the
 // release namespace).
 func OperatorConfig(o Options, brokers []string, input, output, group string) operator.Config {
 	c := operator.Default()
-	c.Kafka.Brokers = brokers
-	c.Kafka.InputTopics = []string{input}
-	c.Kafka.OutputTopic = output
-	c.Kafka.GroupID = group
 	// The namespace is unique per run: a fixed --key-file with another
 	// seed must never reuse release ids (equal ids carry equal noise).
-	c.Kafka.ReleaseNamespace = group
-	c.Kafka.Instance = "dpstream-demo"
-	c.Kafka.ClientID = "dpstream-demo"
-	c.Kafka.CreateTopics = true
-	c.Kafka.CommitInterval = 500 * time.Millisecond
-	c.Kafka.RetryBackoff = 100 * time.Millisecond
-	c.Kafka.RetryBackoffMax = 2 * time.Second
-	// The smallest session timeout Kafka accepts by default
-	// (group.min.session.timeout.ms = 6000).
-	c.Kafka.SessionTimeout = 6 * time.Second
+	c.Kafka = InProcessKafka(brokers, input, output, group, "dpstream-demo")
 	c.Schema = schema.Config{
 		Format:     schema.FormatAuto,
 		TimeField:  synthTimeField,

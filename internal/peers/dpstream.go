@@ -27,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/dpstream/dpstream/internal/demo"
 	"github.com/dpstream/dpstream/internal/keyfile"
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/privacy/rng"
@@ -74,20 +75,7 @@ var dpstreamAggregates = []string{operator.AggCount, operator.AggUnits, operator
 // setting s, reading input and writing releases under name.
 func dpstreamConfig(s Setting, agg string, brokers []string, input, name string) operator.Config {
 	c := operator.Default()
-	c.Kafka.Brokers = brokers
-	c.Kafka.InputTopics = []string{input}
-	c.Kafka.OutputTopic = name + "-out"
-	c.Kafka.GroupID = name
-	c.Kafka.ReleaseNamespace = name
-	c.Kafka.Instance = "peers"
-	c.Kafka.ClientID = "peers"
-	c.Kafka.CreateTopics = true
-	c.Kafka.CommitInterval = 500 * time.Millisecond
-	c.Kafka.RetryBackoff = 100 * time.Millisecond
-	c.Kafka.RetryBackoffMax = 2 * time.Second
-	// The smallest session timeout Kafka accepts by default
-	// (group.min.session.timeout.ms = 6000).
-	c.Kafka.SessionTimeout = 6 * time.Second
+	c.Kafka = demo.InProcessKafka(brokers, input, name+"-out", name, "peers")
 	c.Schema = schema.Config{
 		Format: schema.FormatMsgpack, TimeField: fieldTime, TimeFormat: schema.TimeUnixMillis,
 		UnitField:  fieldUnit,
