@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"

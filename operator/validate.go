@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"

@@ -46,6 +46,6 @@
 //   - privacy/internal/stattest: goodness-of-fit helpers shared by the
 //     statistical tests.
 //
-// Outside the DP core, internal/keyfile reads and generates key files and
+// Outside the DP core, operator/keyfile reads and generates key files and
 // internal/tables writes table_data.go (`go generate ./privacy`).
 package privacy

@@ -80,7 +80,7 @@ func importViolations(root string) ([]string, error) {
 // package under privacy/ (this directory and its subdirectories) imports
 // nothing that reads files, the environment, the network or the clock,
 // nothing that draws unkeyed randomness and no Kafka or operator code. Key
-// files are read by internal/keyfile and the scale tables are written by
+// files are read by operator/keyfile and the scale tables are written by
 // internal/tables, outside.
 func TestPurity(t *testing.T) {
 	bad, err := importViolations(".")

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/privacy/rng"
 )

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/schema"
 )

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 
-	"github.com/dpstream/dpstream/internal/keyfile"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy/rng"
 )
 

@@ -20,5 +20,5 @@
 // truncations each states; a Key never prints (every fmt verb, slog and
 // text marshalling give "[redacted]"). The package is pure: it reads no
 // file, environment or clock (privacy's TestPurity checks the imports);
-// keys come from internal/keyfile.
+// keys come from operator/keyfile.
 package rng

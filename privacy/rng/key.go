@@ -17,7 +17,7 @@ const KeySize = 32
 // Key is the secret from which every release's noise is derived
 // (NewStream). Whoever holds it can recompute, and so subtract, the noise of
 // every release: keep it like a private key. Reading it from a file or the
-// environment is the job of internal/keyfile, outside the pure packages.
+// environment is the job of operator/keyfile, outside the pure packages.
 //
 // A Key never prints: String, GoString, Format (every fmt verb), LogValue and
 // MarshalText all give "[redacted]", and no error of this package contains
