@@ -10,8 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/operator"
+	"github.com/dpstream/dpstream/operator/keyfile"
 )
 
 func init() { commands = append(commands, newRunCmd) }

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/operator"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/schema"
 )
 

@@ -28,8 +28,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/dpstream/dpstream/internal/demo"
-	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/operator"
+	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 )
