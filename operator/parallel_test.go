@@ -26,10 +26,13 @@ func eventLevelConfig(n int, eps, delta float64, mech string) Config {
 	return c
 }
 
-// planScales returns every noised part's scale of c's plan, by part.
+// planScales returns every noised part's scale of c's plan, by part,
+// after recheck has certified the plan independently (with parallel
+// composition: one window meets the whole total).
 func planScales(t *testing.T, c Config) map[string]float64 {
 	t.Helper()
 	p := testPlan(t, c)
+	recheck(t, p)
 	out := map[string]float64{}
 	for _, a := range p.aggs {
 		for _, n := range a.noises {
