@@ -15,17 +15,7 @@ import (
 // start.
 func runByStart(t *testing.T, cfg Config, seqs [][]Event, from *int64) map[int64][]byte {
 	t.Helper()
-	tu := mustNew(t, cfg)
-	if from != nil {
-		if err := tu.EmitFrom(*from); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ids := make([]int32, len(seqs))
-	for p := range ids {
-		ids[p] = int32(p)
-	}
-	tu.AssignPartitions(ids...)
+	tu := newAssigned(t, cfg, len(seqs), from)
 	out := map[int64][]byte{}
 	poll := func() {
 		for _, w := range tu.Poll(0) {
