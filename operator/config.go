@@ -448,6 +448,24 @@ func (c Config) TotalBudget() (privacy.Budget, int) {
 	return privacy.Budget{Epsilon: pc.HorizonEpsilon, Delta: pc.HorizonDelta}, max(n, 1)
 }
 
+// ParallelComposition reports whether the horizon budget applies to every
+// window in full (parallel composition, DESIGN §1 "Use the structure"):
+// with event-level privacy (no schema.unit_field) and a horizon budget.
+// Each event lies in exactly one window, and removing it changes no other
+// window: at event level the windows aggregate events directly and never
+// select among events by their identity (partition, offset) —
+// bounds.max_units, the one cap that samples units, is refused at event
+// level; windows.max_open_groups keeps groups by a keyed hash of the group
+// key among the groups of the same window only; windows.max_open_windows,
+// windows.max_skew and lateness test each event against its own arrival
+// time and the emission point, which the operator fixes (EmitFrom) before
+// any event and only arrival times and its clock move. Scale-out merges
+// event-level partials by adding per-group sums, per window. With units
+// (one unit's events in many windows) the N windows compose sequentially.
+func (c Config) ParallelComposition() bool {
+	return c.Schema.UnitField == "" && c.Privacy.Horizon != 0
+}
+
 // namespace returns the release namespace.
 func (k KafkaConfig) namespace() string {
 	if k.ReleaseNamespace != "" {

@@ -123,6 +123,9 @@ func (p *plan) budgetID() string {
 	for i, pt := range l.parts {
 		fmt.Fprintf(h, "|%s,%d,%v,%v", pt.Mechanism.Name(), pt.L0, pt.Linf, l.scales[i])
 	}
+	if p.parallel {
+		h.Write([]byte("|parallel")) // every window spends the total: never one segment with a sequential plan
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 

@@ -199,6 +199,8 @@ type plan struct {
 	window       schema.Budget
 	total        privacy.Budget // the configured total (per window or per horizon)
 	windows      int            // windows the total covers
+	compose      int            // windows the calibration composes: 1 with parallel composition, else windows
+	parallel     bool           // Config.ParallelComposition: the whole total per window
 	accounting   privacy.Accounting
 	ledger       *ledger
 	note         string
@@ -265,7 +267,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 		return nil, err
 	}
 	specs, needSel := specsOf(c, p.sens, p.publicGroups != nil)
-	parts, pw, shift, err := selectionBudget(p.total, p.windows, needSel)
+	parts, pw, shift, err := selectionBudget(p.total, p.compose, needSel)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +275,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 	if err != nil {
 		return nil, err
 	}
-	plans, ideal, terms, err := calibrateNoises(p.accounting, parts, p.windows, noises)
+	plans, ideal, terms, err := calibrateNoises(p.accounting, parts, p.compose, noises)
 	if err != nil {
 		return nil, err
 	}
@@ -292,7 +294,7 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 	if err := p.planAggregates(c, specs, noises, beta); err != nil {
 		return nil, err
 	}
-	p.ledger = newLedger(pparts, scales, p.windows, ideal, pw, shift, c.Privacy.Horizon != 0, p.total)
+	p.ledger = newLedger(pparts, scales, p.compose, ideal, pw, shift, c.Privacy.Horizon != 0, p.total)
 	p.ledger.float = terms
 	p.window = p.ledger.spent(1)
 	if c.Privacy.Horizon == 0 {
@@ -327,13 +329,18 @@ func planFrame(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, priva
 		return nil, "", fmt.Errorf("operator: %w", err)
 	}
 	p := &plan{
-		total: total, windows: nw, accounting: acct, sens: sens,
+		total: total, windows: nw, compose: nw, accounting: acct, sens: sens,
 		groupFields: slices.Clone(c.Schema.GroupBy),
 		unit:        c.Schema.UnitField,
 		offset:      c.Windows.Offset.Milliseconds(),
 		size:        c.Windows.Size.Milliseconds(),
 		horizon:     c.Privacy.Horizon,
 		horizonB:    schema.Budget{Epsilon: c.Privacy.HorizonEpsilon, Delta: c.Privacy.HorizonDelta},
+	}
+	if c.ParallelComposition() {
+		// Each event lies in one window and changes no other: every
+		// window may spend the whole horizon budget.
+		p.compose, p.parallel = 1, true
 	}
 	if h := dec.Config().Histogram; h != nil {
 		p.labels = h.Labels()

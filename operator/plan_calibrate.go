@@ -36,7 +36,7 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 			n.step = privacy.SnapStep(s.sens.Linf)
 		}
 		if s.configured == Auto {
-			m, choice, err := autoChoose(parts, p.windows, totalL0, s, measure, p.accounting)
+			m, choice, err := autoChoose(parts, p.compose, totalL0, s, measure, p.accounting)
 			if err != nil {
 				return nil, fmt.Errorf("operator: %s: automatic choice: %w", n.part, err)
 			}

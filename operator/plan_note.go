@@ -20,6 +20,9 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 	var b strings.Builder
 	if c.Privacy.Horizon != 0 {
 		fmt.Fprintf(&b, "budget ε=%g, δ=%g per horizon of %s (%d windows)", p.total.Epsilon, p.total.Delta, c.Privacy.Horizon, p.windows)
+		if p.parallel {
+			b.WriteString("; parallel composition (event-level): an event lies in one window only, so every window spends the whole budget")
+		}
 	} else {
 		fmt.Fprintf(&b, "budget ε=%g, δ=%g per window", p.total.Epsilon, p.total.Delta)
 	}
@@ -27,15 +30,15 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		fmt.Fprintf(&b, "; at most %d units per window (a random subset beyond), so sensitivities for replacing one unit", c.Bounds.MaxUnits)
 	}
 	fmt.Fprintf(&b, "; one calibration of all %d noised parts", len(noises)+btoi(p.sel != nil))
-	if p.windows > 1 {
-		fmt.Fprintf(&b, " over all %d windows", p.windows)
+	if p.compose > 1 {
+		fmt.Fprintf(&b, " over all %d windows", p.compose)
 	}
 	fmt.Fprintf(&b, ", accounting %s", p.accounting)
 	if used != p.accounting {
 		fmt.Fprintf(&b, " (certified by %s)", used)
 	}
 	if p.sel != nil {
-		fmt.Fprintf(&b, "; group selection reserves δ=%.3g and ε=%.3g", float64(p.windows)*pw, shift)
+		fmt.Fprintf(&b, "; group selection reserves δ=%.3g and ε=%.3g", float64(p.compose)*pw, shift)
 	}
 	all := noises
 	if p.sel != nil {
@@ -71,7 +74,7 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		for _, n := range all {
 			if n.float() {
 				names = append(names, n.part)
-				coords += int(math.Ceil(n.sens.L0)) * p.windows
+				coords += int(math.Ceil(n.sens.L0)) * p.compose
 				kappa = math.Max(kappa, n.res.Kappa)
 			}
 		}

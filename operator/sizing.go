@@ -59,6 +59,9 @@ type Sizing struct {
 	Suggestions []Suggestion `json:"suggestions,omitempty"`
 }
 
+// parallelComposition names parallel composition in plan output and logs.
+const parallelComposition = "parallel (event-level)"
+
 // SizingBudget is the budget of one window and of the horizon.
 type SizingBudget struct {
 	Unit              string  `json:"unit"` // the privacy unit field, or "event"
@@ -69,7 +72,11 @@ type SizingBudget struct {
 	HorizonEpsilon    float64 `json:"horizon_epsilon"`
 	HorizonDelta      float64 `json:"horizon_delta"`
 	WindowsPerHorizon int     `json:"windows_per_horizon"`
-	Accounting        string  `json:"accounting"`
+	// Composition is "parallel (event-level)" when every window spends the
+	// whole horizon budget (Config.ParallelComposition); "" otherwise (the
+	// windows of a horizon compose sequentially).
+	Composition string `json:"composition,omitempty"`
+	Accounting  string `json:"accounting"`
 }
 
 // AggregateSizing is one aggregate's released series.
@@ -172,6 +179,9 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 	}}
 	if s.Budget.Unit == "" {
 		s.Budget.Unit = "event"
+	}
+	if p.parallel {
+		s.Budget.Composition = parallelComposition
 	}
 	if c.Privacy.Horizon != 0 {
 		s.Budget.Horizon = c.Privacy.Horizon.String()
@@ -567,6 +577,9 @@ func (s *Sizing) LogAttrs() []SizingLine {
 	args := []any{"unit", b.Unit, "window_size", b.WindowSize, "window_epsilon", b.WindowEpsilon, "window_delta", b.WindowDelta, "accounting", b.Accounting}
 	if b.Horizon != "" {
 		args = append(args, "horizon", b.Horizon, "horizon_epsilon", b.HorizonEpsilon, "horizon_delta", b.HorizonDelta, "windows_per_horizon", b.WindowsPerHorizon)
+		if b.Composition != "" {
+			args = append(args, "composition", b.Composition)
+		}
 	}
 	out = append(out, SizingLine{Msg: "plan: budget", Args: args})
 	for _, a := range s.Aggregates {

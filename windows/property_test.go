@@ -63,12 +63,9 @@ func genPartitions(r *rand.Rand, parts, perPart, units int) [][]Event {
 	return seqs
 }
 
-// runInterleaved feeds the sequences in an interleaving drawn from r,
-// polling at random moments, then advances every partition far ahead and
-// polls the rest. With from set it calls EmitFrom(*from) first. It returns
-// the encoded windows and the statuses of the events in per-partition
-// order.
-func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand, from *int64) ([][]byte, string) {
+// newAssigned returns a Tumbling with partitions 0 … parts−1 assigned,
+// after EmitFrom(*from) when from is set.
+func newAssigned(t *testing.T, cfg Config, parts int, from *int64) *Tumbling {
 	t.Helper()
 	tu := mustNew(t, cfg)
 	if from != nil {
@@ -76,11 +73,22 @@ func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand, from
 			t.Fatal(err)
 		}
 	}
-	ids := make([]int32, len(seqs))
+	ids := make([]int32, parts)
 	for p := range ids {
 		ids[p] = int32(p)
 	}
 	tu.AssignPartitions(ids...)
+	return tu
+}
+
+// runInterleaved feeds the sequences in an interleaving drawn from r,
+// polling at random moments, then advances every partition far ahead and
+// polls the rest. With from set it calls EmitFrom(*from) first. It returns
+// the encoded windows and the statuses of the events in per-partition
+// order.
+func runInterleaved(t *testing.T, cfg Config, seqs [][]Event, r *rand.Rand, from *int64) ([][]byte, string) {
+	t.Helper()
+	tu := newAssigned(t, cfg, len(seqs), from)
 	pos := make([]int, len(seqs))
 	status := make([][]Status, len(seqs))
 	var out [][]byte

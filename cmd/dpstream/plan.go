@@ -79,6 +79,9 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 	fmt.Fprintf(out, "budget per window: ε = %s, δ = %s (accounting %s)\n", g(b.WindowEpsilon), g(b.WindowDelta), b.Accounting)
 	if b.Horizon != "" {
 		fmt.Fprintf(out, "budget per horizon of %s (%d windows): ε = %s, δ = %s\n", b.Horizon, b.WindowsPerHorizon, g(b.HorizonEpsilon), g(b.HorizonDelta))
+		if b.Composition != "" {
+			fmt.Fprintf(out, "composition: %s, every window spends the whole horizon budget (an event lies in one window only)\n", b.Composition)
+		}
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
