@@ -78,7 +78,7 @@ func (g *generator) population() {
 	g.regionOf = make([]string, g.nMeters)
 	g.base = make([]float64, g.nMeters)
 	for i := range g.nMeters {
-		g.regionOf[i] = Regions[pick(g.r, synthRegionWeights)]
+		g.regionOf[i] = Regions[Pick(g.r, synthRegionWeights)]
 		g.base[i] = 20 + 130*g.r.Float64() // Wh per reading, made up
 	}
 }
@@ -115,7 +115,7 @@ func (g *generator) readings(w int) (order []int, used int) {
 		n += k
 		var statuses []int
 		for range k {
-			st := pick(g.r, synthStatusWeights)
+			st := Pick(g.r, synthStatusWeights)
 			if !slices.Contains(statuses, st) && len(statuses) == synthBounds.MaxBuckets {
 				st = statuses[0] // keep within max_buckets distinct statuses
 			}

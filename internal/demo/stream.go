@@ -165,8 +165,10 @@ func PartitionOf(key []byte, partitions int) int {
 // meterID names meter i.
 func meterID(i int) string { return fmt.Sprintf("m-%05d", i) }
 
-// pick returns an index drawn with the given weights (summing to 1).
-func pick(r *rand.Rand, weights []float64) int {
+// Pick returns an index drawn with the given weights (summing to 1): the
+// weighted choice of the synthetic streams (the demo's, the peer
+// benchmark's).
+func Pick(r *rand.Rand, weights []float64) int {
 	u := r.Float64()
 	for i, w := range weights {
 		if u < w {

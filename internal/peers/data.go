@@ -14,6 +14,8 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+
+	"github.com/dpstream/dpstream/internal/demo"
 )
 
 // ErrData wraps problems with a setting or its data.
@@ -111,25 +113,13 @@ func Generate(s Setting, seed uint64) (*Data, error) {
 		k := s.MinEvents + r.IntN(s.MaxEvents-s.MinEvents+1)
 		for range k {
 			v := math.Exp(logMean + logSigma*r.NormFloat64())
-			evs = append(evs, Event{Unit: u, Value: v, Category: pick(r, CategoryWeights)})
+			evs = append(evs, Event{Unit: u, Value: v, Category: demo.Pick(r, CategoryWeights)})
 		}
 	}
 	r.Shuffle(len(evs), func(i, j int) { evs[i], evs[j] = evs[j], evs[i] })
 	d := &Data{Setting: s, Events: evs}
 	d.Truth = truthOf(evs, s.Units)
 	return d, nil
-}
-
-// pick returns i with probability weights[i] (the weights sum to 1).
-func pick(r *rand.Rand, weights []float64) int {
-	x := r.Float64()
-	for i, w := range weights {
-		if x < w {
-			return i
-		}
-		x -= w
-	}
-	return len(weights) - 1
 }
 
 // Clamp clamps v to [Lower, Upper].
