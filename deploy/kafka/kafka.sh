@@ -16,7 +16,7 @@
 #
 # Environment (all optional):
 #   DPSTREAM_KAFKA_PORT             broker port (default 9092)
-#   DPSTREAM_KAFKA_CONTROLLER_PORT  KRaft controller port (default 9093)
+#   DPSTREAM_KAFKA_CONTROLLER_PORT  KRaft controller port (default: the broker port + 1, 9093)
 #   DPSTREAM_KAFKA_HEAP             JVM heap options (default "-Xms256m -Xmx1g")
 #   DPSTREAM_KAFKA_WAIT             seconds to wait for readiness (default 120)
 set -euo pipefail
@@ -30,7 +30,7 @@ run="$here/run"
 logfile="$here/kafka.log"
 pidfile="$run/kafka.pid"
 port="${DPSTREAM_KAFKA_PORT:-9092}"
-cport="${DPSTREAM_KAFKA_CONTROLLER_PORT:-9093}"
+cport="${DPSTREAM_KAFKA_CONTROLLER_PORT:-$((port + 1))}"
 heap="${DPSTREAM_KAFKA_HEAP:--Xms256m -Xmx1g}"
 wait_s="${DPSTREAM_KAFKA_WAIT:-120}"
 host=127.0.0.1
