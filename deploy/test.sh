@@ -73,6 +73,22 @@ stop_brokers() {
 }
 trap stop_brokers EXIT
 
+# start_with SCRIPT VAR STARTED: starts the broker of SCRIPT
+# (deploy/kafka/kafka.sh or secure.sh) and exports VAR as what its `start`
+# printed (the address, or the path of broker.json); STARTED names the
+# variable that records whether this script started it (stop_brokers).
+start_with() {
+  local out
+  if "$1" status >/dev/null 2>&1; then
+    printf -v "$3" 0
+  else
+    printf -v "$3" 1
+  fi
+  out="$("$1" start)" || return 1
+  export "$2=$out"
+  echo "$2=$out"
+}
+
 # The development broker (deploy/kafka/kafka.sh) on 127.0.0.1 at
 # DPSTREAM_KAFKA_PORT (default 9092): the address the tests get is the one
 # kafka.sh prints. Brokers given in the environment (DPSTREAM_TEST_BROKERS,
@@ -80,21 +96,11 @@ trap stop_brokers EXIT
 # checkout's scripts did not start and would refuse to share the ports
 # with) are used as they are. A broker that does not start is a failed
 # step; the broker tests then skip, and every other step still runs.
-start_broker() {
-  local addr
-  if deploy/kafka/kafka.sh status >/dev/null 2>&1; then
-    started_broker=0
-  else
-    started_broker=1
-  fi
-  addr="$(deploy/kafka/kafka.sh start)" || return 1
-  export DPSTREAM_TEST_BROKERS="$addr"
-  echo "DPSTREAM_TEST_BROKERS=$DPSTREAM_TEST_BROKERS"
-}
 if [ -n "${DPSTREAM_TEST_BROKERS:-}" ]; then
   echo "=== test.sh: using the brokers of DPSTREAM_TEST_BROKERS=$DPSTREAM_TEST_BROKERS"
 elif [ -x deploy/kafka/kafka.sh ]; then
-  step "start the broker (deploy/kafka/kafka.sh, port ${DPSTREAM_KAFKA_PORT:-9092})" start_broker
+  step "start the broker (deploy/kafka/kafka.sh, port ${DPSTREAM_KAFKA_PORT:-9092})" \
+    start_with deploy/kafka/kafka.sh DPSTREAM_TEST_BROKERS started_broker
 fi
 
 # The TLS/SASL test broker (deploy/kafka/secure.sh): a second broker on
@@ -102,21 +108,11 @@ fi
 # fresh certificates and users at every start, for the operator's
 # TestKafkaSecurity and TestKafkaMissingTopic (~9 s to start). Its
 # addresses are in the broker.json it prints.
-start_secure() {
-  local json
-  if deploy/kafka/secure.sh status >/dev/null 2>&1; then
-    started_secure=0
-  else
-    started_secure=1
-  fi
-  json="$(deploy/kafka/secure.sh start)" || return 1
-  export DPSTREAM_TEST_SECURE_BROKER="$json"
-  echo "DPSTREAM_TEST_SECURE_BROKER=$DPSTREAM_TEST_SECURE_BROKER"
-}
 if [ -n "${DPSTREAM_TEST_SECURE_BROKER:-}" ]; then
   echo "=== test.sh: using the TLS/SASL broker of DPSTREAM_TEST_SECURE_BROKER=$DPSTREAM_TEST_SECURE_BROKER"
 elif [ -x deploy/kafka/secure.sh ]; then
-  step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" start_secure
+  step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" \
+    start_with deploy/kafka/secure.sh DPSTREAM_TEST_SECURE_BROKER started_secure
 fi
 
 # The Python consumer example (examples/python) is tested against the broker

@@ -47,6 +47,30 @@ func progressLines(t *testing.T, c Config, between func(op *Operator, i int)) []
 	return out
 }
 
+// TestProgressLine: the progress line comes at most every progressEvery
+// (2 lines in 140 s); by default it carries only what was published, with
+// sensitive metrics also events/s, lag and open windows.
+func TestProgressLine(t *testing.T) {
+	for _, sensitive := range []bool{false, true} {
+		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+		c.Observability.SensitiveMetrics = sensitive
+		lines := progressLines(t, c, func(*Operator, int) {})
+		if len(lines) != 2 {
+			t.Errorf("sensitive=%v: %d progress lines in 140 s, want 2: %v", sensitive, len(lines), lines)
+		}
+		for _, l := range lines {
+			for _, k := range []string{"events_per_second", "lag", "open_windows"} {
+				if _, got := l[k]; got != sensitive {
+					t.Errorf("sensitive=%v: progress line has %s = %v", sensitive, k, got)
+				}
+			}
+			if _, ok := l["windows_published"]; !ok {
+				t.Errorf("progress line without windows_published: %v", l)
+			}
+		}
+	}
+}
+
 // TestProgressLineTotals: the progress line gives what was published since
 // the last line (windows_published, releases_published, over interval)
 // and since the start (the _total keys), as docs/operations.md says. The

@@ -39,15 +39,23 @@ func byDir[T any](objs []object) map[string][]T {
 	return out
 }
 
-// selects reports whether sel selects the pods of d.
-func selects(t *testing.T, sel *metav1.LabelSelector, d *appsv1.Deployment) bool {
+// selecting returns the last of objs whose selector (sel) selects the
+// pods of d, or the zero T (nil) when none does; an empty selector
+// selects nothing here.
+func selecting[T any](t *testing.T, objs []T, d *appsv1.Deployment, sel func(T) *metav1.LabelSelector) T {
 	t.Helper()
-	s, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		t.Errorf("selector %v: %v", sel, err)
-		return false
+	var found T
+	for _, o := range objs {
+		s, err := metav1.LabelSelectorAsSelector(sel(o))
+		if err != nil {
+			t.Errorf("selector %v: %v", sel(o), err)
+			continue
+		}
+		if !s.Empty() && s.Matches(labels.Set(d.Spec.Template.Labels)) {
+			found = o
+		}
 	}
-	return !s.Empty() && s.Matches(labels.Set(d.Spec.Template.Labels))
+	return found
 }
 
 // TestPodDisruptionBudgets: every Deployment has a PodDisruptionBudget in
@@ -63,12 +71,7 @@ func TestPodDisruptionBudgets(t *testing.T) {
 	for _, o := range deps {
 		d := o.obj.(*appsv1.Deployment)
 		where := o.file + ": Deployment " + d.Name
-		var pdb *policyv1.PodDisruptionBudget
-		for _, p := range pdbs[filepath.Dir(o.file)] {
-			if selects(t, p.Spec.Selector, d) {
-				pdb = p
-			}
-		}
+		pdb := selecting(t, pdbs[filepath.Dir(o.file)], d, func(p *policyv1.PodDisruptionBudget) *metav1.LabelSelector { return p.Spec.Selector })
 		if pdb == nil {
 			t.Errorf("%s: no PodDisruptionBudget selects its pods", where)
 			continue
@@ -107,12 +110,7 @@ func TestNetworkPolicies(t *testing.T) {
 	for _, o := range deps {
 		d := o.obj.(*appsv1.Deployment)
 		where := o.file + ": Deployment " + d.Name
-		var np *networkingv1.NetworkPolicy
-		for _, p := range nps[filepath.Dir(o.file)] {
-			if selects(t, &p.Spec.PodSelector, d) {
-				np = p
-			}
-		}
+		np := selecting(t, nps[filepath.Dir(o.file)], d, func(p *networkingv1.NetworkPolicy) *metav1.LabelSelector { return &p.Spec.PodSelector })
 		if np == nil {
 			t.Errorf("%s: no NetworkPolicy selects its pods", where)
 			continue
