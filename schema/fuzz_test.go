@@ -1,20 +1,13 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"math"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // The fuzz targets use testConfig plus a numeric-histogram config, with
@@ -45,7 +38,7 @@ func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
 		if se.Reason == ReasonNone || int(se.Reason) >= NumReasons {
 			t.Fatalf("error %v has reason %d", err, se.Reason)
 		}
-		if se.Field != "" && d.lookup([]byte(se.Field)) < 0 {
+		if se.Field != "" && fieldIndex(d, se.Field) < 0 {
 			t.Fatalf("error %v names a field that is not configured", err)
 		}
 		return
@@ -77,248 +70,6 @@ func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
 	if e.HasValue != (cfg.ValueField != "") && !cfg.ValueOptional {
 		t.Fatalf("HasValue %v with value field %q", e.HasValue, cfg.ValueField)
 	}
-}
-
-// refScanMsgpack is an independent first phase for msgpack messages: it
-// walks the map with msgpack/v5's own decoder and fills d.vals, returning
-// the reason as scanMsgpack would.
-func refScanMsgpack(d *Decoder, data []byte) Reason {
-	for i := range d.vals {
-		d.vals[i] = scalar{}
-	}
-	r := bytes.NewReader(data)
-	dec := msgpack.NewDecoder(r)
-	c, err := dec.PeekCode()
-	if err != nil {
-		return ReasonMalformed
-	}
-	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		if dec.Skip() != nil {
-			return ReasonMalformed
-		}
-		return ReasonNotAMap
-	}
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return ReasonMalformed
-	}
-	for ; n > 0; n-- {
-		c, err := dec.PeekCode()
-		if err != nil {
-			return ReasonMalformed
-		}
-		if !msgpcode.IsString(c) {
-			// A non-string key: skip it, then its value.
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			continue
-		}
-		key, err := dec.DecodeString()
-		if err != nil {
-			return ReasonMalformed
-		}
-		if len(key) > d.cfg.MaxKeyLen {
-			return ReasonOversized
-		}
-		i := d.lookup([]byte(key))
-		if i < 0 {
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			continue
-		}
-		v, ok := refScalar(dec, r)
-		if !ok {
-			return ReasonMalformed
-		}
-		if d.vals[i].k != kAbsent {
-			return ReasonDuplicateField
-		}
-		d.vals[i] = v
-	}
-	if r.Len() > 0 {
-		return ReasonTrailingData
-	}
-	return ReasonNone
-}
-
-// refScalar reads one value with msgpack/v5 and classifies it.
-func refScalar(dec *msgpack.Decoder, r *bytes.Reader) (scalar, bool) {
-	c, err := dec.PeekCode()
-	if err != nil {
-		return scalar{}, false
-	}
-	if msgpcode.IsExt(c) {
-		id, n, err := dec.DecodeExtHeader()
-		if err != nil || n > r.Len() {
-			return scalar{}, false
-		}
-		buf := make([]byte, n)
-		if err := dec.ReadFull(buf); err != nil {
-			return scalar{}, false
-		}
-		isTS := id == -1 && (c == msgpcode.FixExt4 || c == msgpcode.FixExt8 || (c == msgpcode.Ext8 && n == 12))
-		if !isTS {
-			return scalar{k: kOther}, true
-		}
-		// The timestamp extension as the msgpack spec defines it.
-		var sec int64
-		var nsec int64
-		switch n {
-		case 4:
-			sec = int64(binary.BigEndian.Uint32(buf))
-		case 8:
-			x := binary.BigEndian.Uint64(buf)
-			sec, nsec = int64(x&0x3ffffffff), int64(x>>34)
-		case 12:
-			nsec, sec = int64(binary.BigEndian.Uint32(buf)), int64(binary.BigEndian.Uint64(buf[4:]))
-		}
-		switch {
-		case nsec >= 1e9:
-			return scalar{k: kBadTime}, true
-		case sec > math.MaxInt64/1000-1 || sec < -(math.MaxInt64/1000-1):
-			return scalar{k: kTime, i: math.MaxInt64}, true
-		}
-		return scalar{k: kTime, i: time.Unix(sec, nsec).UnixMilli()}, true
-	}
-	if c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32 ||
-		msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
-		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
-		return scalar{k: kOther}, dec.Skip() == nil
-	}
-	v, err := dec.DecodeInterface()
-	if err != nil {
-		return scalar{}, false
-	}
-	return fromAny(v), true
-}
-
-// fromAny classifies a value decoded by msgpack/v5 or encoding/json (with
-// UseNumber).
-func fromAny(v any) scalar {
-	switch v := v.(type) {
-	case nil:
-		return scalar{k: kNil}
-	case bool:
-		return scalar{k: kBool, b: v}
-	case int8:
-		return scalar{k: kInt, i: int64(v)}
-	case int16:
-		return scalar{k: kInt, i: int64(v)}
-	case int32:
-		return scalar{k: kInt, i: int64(v)}
-	case int64:
-		return scalar{k: kInt, i: v}
-	case uint8:
-		return scalar{k: kInt, i: int64(v)}
-	case uint16:
-		return scalar{k: kInt, i: int64(v)}
-	case uint32:
-		return scalar{k: kInt, i: int64(v)}
-	case uint64:
-		if v <= math.MaxInt64 {
-			return scalar{k: kInt, i: int64(v)}
-		}
-		return scalar{k: kUint, u: v}
-	case float32:
-		return scalar{k: kFloat, f: float64(v)}
-	case float64:
-		return scalar{k: kFloat, f: v}
-	case string:
-		return scalar{k: kStr, s: []byte(v)}
-	case json.Number:
-		s := string(v)
-		if !strings.ContainsAny(s, ".eE") {
-			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return scalar{k: kInt, i: i}
-			}
-			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-				return scalar{k: kUint, u: u}
-			}
-		}
-		f, _ := strconv.ParseFloat(s, 64)
-		return scalar{k: kFloat, f: f}
-	}
-	return scalar{k: kOther}
-}
-
-// refScanJSON is an independent first phase for JSON messages, with
-// encoding/json's tokenizer. uncertain reports a decoded string holding
-// U+FFFD, where encoding/json hides whether the input was valid UTF-8.
-func refScanJSON(d *Decoder, data []byte) (r Reason, uncertain bool) {
-	for i := range d.vals {
-		d.vals[i] = scalar{}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	trailing := func() Reason {
-		if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
-			return ReasonTrailingData
-		}
-		return ReasonNone
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return ReasonMalformed, false
-	}
-	if tok != json.Delim('{') {
-		if _, ok := tok.(json.Delim); ok {
-			// Consume the rest of the array; any syntax error is malformed.
-			depth := 1
-			for depth > 0 {
-				t, err := dec.Token()
-				if err != nil {
-					return ReasonMalformed, false
-				}
-				if t == json.Delim('[') || t == json.Delim('{') {
-					depth++
-				} else if t == json.Delim(']') || t == json.Delim('}') {
-					depth--
-				}
-			}
-		}
-		return ReasonNotAMap, false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ReasonMalformed, false
-		}
-		key := tok.(string)
-		uncertain = uncertain || strings.ContainsRune(key, utf8.RuneError)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return ReasonMalformed, false
-		}
-		if len(key) > d.cfg.MaxKeyLen {
-			return ReasonOversized, uncertain
-		}
-		i := d.lookup([]byte(key))
-		if i < 0 {
-			continue
-		}
-		var v any
-		vd := json.NewDecoder(bytes.NewReader(raw))
-		vd.UseNumber()
-		if err := vd.Decode(&v); err != nil {
-			return ReasonMalformed, false
-		}
-		if s, ok := v.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
-			uncertain = true
-		}
-		if d.vals[i].k != kAbsent {
-			return ReasonDuplicateField, uncertain
-		}
-		d.vals[i] = fromAny(v)
-	}
-	if _, err := dec.Token(); err != nil {
-		return ReasonMalformed, false
-	}
-	return trailing(), uncertain
 }
 
 // phase1 reports whether a reason comes from the first (syntax) phase,
