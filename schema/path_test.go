@@ -32,15 +32,15 @@ func TestParsePath(t *testing.T) {
 		}
 	}
 	bad := map[string]string{
-		"":      "empty key",
-		".":     "empty key",
-		"a..b":  "empty key",
-		".a":    "empty key",
-		"a.":    "empty key",
-		`a\`:    `lone \`,
-		`a\\\`:  `lone \`,
-		`a\b`:   `unknown escape "\\b"`,
-		`a\.\x`: `unknown escape "\\x"`,
+		"":                                       "empty key",
+		".":                                      "empty key",
+		"a..b":                                   "empty key",
+		".a":                                     "empty key",
+		"a.":                                     "empty key",
+		`a\`:                                     `lone \`,
+		`a\\\`:                                   `lone \`,
+		`a\b`:                                    `unknown escape "\\b"`,
+		`a\.\x`:                                  `unknown escape "\\x"`,
 		strings.Repeat("k.", MaxPathDepth) + "k": "more than 16",
 	}
 	for path, want := range bad {
