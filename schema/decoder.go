@@ -211,7 +211,7 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 }
 
 // sig is a cheap signature of a key (length, first and last byte), so
-// that pathNode.find compares whole keys only when signatures match.
+// that find compares whole keys only when signatures match.
 func sig(key []byte) uint32 {
 	if len(key) == 0 {
 		return 0
@@ -243,34 +243,34 @@ func (d *Decoder) scanMsgpack(msg []byte) Reason {
 // mpMap reads the n entries from p of a msgpack map, the node ni of the
 // configured paths, storing the configured fields.
 func (d *Decoder) mpMap(msg []byte, p, n, ni int) (int, Reason) {
-	node := &d.nodes[ni]
+	keys := d.nodes[ni].keys
 	for ; n > 0; n-- {
 		key, next, isStr, ok := mpStr(msg, p)
 		if !ok {
 			return p, ReasonMalformed
 		}
 		p = next
-		j := -1
+		ref := unconfigured
 		if isStr {
 			if len(key) > d.cfg.MaxKeyLen {
 				return p, ReasonOversized
 			}
-			j = node.find(key)
+			ref = find(keys, key)
 		}
-		if j < 0 {
+		if ref == unconfigured {
 			if p, ok = mpSkip(msg, p); !ok {
 				return p, ReasonMalformed
 			}
 			continue
 		}
-		if k := &node.keys[j]; k.node >= 0 {
+		if ref < 0 {
 			var r Reason
-			if p, r = d.mpNested(msg, p, k.node); r != ReasonNone {
+			if p, r = d.mpNested(msg, p, ^ref); r != ReasonNone {
 				return p, r
 			}
 			continue
 		}
-		v := &d.vals[node.keys[j].field]
+		v := &d.vals[ref]
 		if v.k != kAbsent {
 			return p, ReasonDuplicateField
 		}

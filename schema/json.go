@@ -53,7 +53,7 @@ func (d *Decoder) scanJSON(msg []byte) Reason {
 // configured paths, storing the configured fields; it returns the
 // position after the closing '}'.
 func (d *Decoder) jsonObject(msg []byte, p, ni int) (int, Reason) {
-	node := &d.nodes[ni]
+	keys := d.nodes[ni].keys
 	p = jsonWS(msg, p+1)
 	if p < len(msg) && msg[p] == '}' {
 		return p + 1, ReasonNone
@@ -75,20 +75,20 @@ func (d *Decoder) jsonObject(msg []byte, p, ni int) (int, Reason) {
 		if len(key) > d.cfg.MaxKeyLen {
 			return p, ReasonOversized
 		}
-		j := node.find(key)
+		ref := find(keys, key)
 		d.scratch = d.scratch[:mark] // the key is no longer needed
 		switch {
-		case j < 0:
+		case ref == unconfigured:
 			p, ok = d.jsonSkip(msg, p)
-		case node.keys[j].node >= 0:
+		case ref < 0:
 			var r Reason
-			if p, r = d.jsonNested(msg, p, node.keys[j].node); r != ReasonNone {
+			if p, r = d.jsonNested(msg, p, ^ref); r != ReasonNone {
 				return p, r
 			}
-		case d.vals[node.keys[j].field].k != kAbsent:
+		case d.vals[ref].k != kAbsent:
 			return p, ReasonDuplicateField
 		default:
-			p, ok = d.jsonScalar(msg, p, &d.vals[node.keys[j].field])
+			p, ok = d.jsonScalar(msg, p, &d.vals[ref])
 		}
 		if !ok {
 			return p, ReasonMalformed
