@@ -125,8 +125,10 @@ type Config struct {
 	// then false) instead of rejecting them.
 	ValueOptional bool `mapstructure:"value_optional"`
 
-	// MaxKeyLen is the longest accepted map key in bytes (any key, not only
-	// configured ones); default DefaultMaxKeyLen.
+	// MaxKeyLen is the longest accepted map key in bytes (any key of a map
+	// the decoder reads — the message and the nested maps on configured
+	// paths —, not only configured ones; and every key of a configured
+	// path); default DefaultMaxKeyLen.
 	MaxKeyLen int `mapstructure:"max_key_len"`
 	// MaxStringLen is the longest accepted string value of a configured
 	// field, in bytes; default DefaultMaxStringLen.

@@ -178,11 +178,14 @@ func (d *Decoder) NumBuckets() int {
 // field name, never message content.
 //
 // Problems of form (malformed, not a map, trailing data, an oversized key,
-// a configured field twice) are reported first, in message order; then the
-// fields are checked in a fixed order — time, unit, group-by fields in
-// order, histogram, value — so the reason does not depend on key order or
-// on the encoding. Keys that are not configured are skipped unread (and
-// may repeat); keys that are not strings (msgpack) are skipped too.
+// a configured field twice, a map on a configured path twice) are reported
+// first, in message order; then the fields are checked in a fixed order —
+// time, unit, group-by fields in order, histogram, value — so the reason
+// does not depend on key order or on the encoding. A null or absent map on
+// a field's path makes the field missing, any other value there makes it
+// of the wrong type. Keys that are not configured (at any level) are
+// skipped unread (and may repeat); keys that are not strings (msgpack) are
+// skipped too.
 func (d *Decoder) Decode(msg []byte, e *Event) error {
 	for i := range d.vals {
 		d.vals[i].k, d.vals[i].badUTF8 = kAbsent, false

@@ -128,8 +128,10 @@ func (rp *refPaths) msgpackMap(dec *msgpack.Decoder, r *bytes.Reader, prefix []s
 		}
 		if !msgpcode.IsString(c) {
 			// A non-string key: skip it, then its value.
-			if dec.Skip() != nil || dec.Skip() != nil {
-				return ReasonMalformed
+			for range 2 {
+				if dec.Skip() != nil {
+					return ReasonMalformed
+				}
 			}
 			continue
 		}
