@@ -1,8 +1,6 @@
 package schema
 
-import (
-	"testing"
-)
+import "testing"
 
 // nestedFuzzConfigs are the configurations of the nested fuzz targets:
 // nestedConfig with small length limits (so that the fuzzer reaches the
@@ -10,9 +8,7 @@ import (
 // where paths share maps at two levels, a flat key with a dot sits beside
 // the nested path it spells, and the value is optional.
 func nestedFuzzConfigs() []Config {
-	a := nestedConfig()
-	a.MaxKeyLen, a.MaxStringLen = 16, 24
-	a.TimeFormat = TimeAuto
+	a := fuzzLimits(nestedConfig())
 	b := Config{
 		TimeField: "t", TimeFormat: TimeAuto, UnitField: "v.u", GroupBy: []string{"g.h", `g\.h`},
 		ValueField: "v.w.x", Lower: -1, Upper: 1, ValueOptional: true,
@@ -44,37 +40,12 @@ func nestedFuzzSeeds(f *testing.F, format string) {
 // reference first phase (reference_test.go) built on msgpack/v5.
 func FuzzDecodeNestedMsgpack(f *testing.F) {
 	nestedFuzzSeeds(f, "mp")
-	var decs []*Decoder
-	for _, cfg := range nestedFuzzConfigs() {
-		cfg.Format = FormatMsgpack
-		decs = append(decs, mustDecoder(f, cfg))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, d := range decs {
-			compareRef(t, d, data, refScanMsgpack(d, data))
-		}
-	})
+	fuzzRef(f, nestedFuzzConfigs(), FormatMsgpack)
 }
 
 // FuzzDecodeNestedJSON: as FuzzDecodeNestedMsgpack, with encoding/json as
 // reference.
 func FuzzDecodeNestedJSON(f *testing.F) {
 	nestedFuzzSeeds(f, "js")
-	var decs []*Decoder
-	for _, cfg := range nestedFuzzConfigs() {
-		cfg.Format = FormatJSON
-		decs = append(decs, mustDecoder(f, cfg))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, d := range decs {
-			ref, uncertain := refScanJSON(d, data)
-			if uncertain {
-				var e Event
-				err := d.Decode(data, &e)
-				checkResult(t, d, &e, err)
-				continue
-			}
-			compareRef(t, d, data, ref)
-		}
-	})
+	fuzzRef(f, nestedFuzzConfigs(), FormatJSON)
 }

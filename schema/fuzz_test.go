@@ -14,15 +14,21 @@ import (
 // The fuzz targets use testConfig plus a numeric-histogram config, with
 // small length limits so that the fuzzer reaches the oversized paths.
 func fuzzConfigs() []Config {
-	a := testConfig()
-	a.MaxKeyLen, a.MaxStringLen = 16, 24
-	a.TimeFormat = TimeAuto
+	a := fuzzLimits(testConfig())
 	b := Config{
 		TimeField: "t", TimeFormat: TimeRFC3339, GroupBy: []string{"g"}, ValueField: "v", Lower: -1, Upper: 1,
 		ValueOptional: true, Histogram: &Histogram{Field: "v", Edges: []float64{-0.5, 0, 0.5}},
 		MinTime: -1e12, MaxTime: 4e12, MaxKeyLen: 8, MaxStringLen: 40,
 	}
 	return []Config{a, b}
+}
+
+// fuzzLimits returns c with small length limits, so that the fuzzer
+// reaches the oversized paths, and every time format accepted.
+func fuzzLimits(c Config) Config {
+	c.MaxKeyLen, c.MaxStringLen = 16, 24
+	c.TimeFormat = TimeAuto
+	return c
 }
 
 // checkResult asserts the decoder's contract for one message: an error is
@@ -126,14 +132,31 @@ func FuzzDecodeMsgpack(f *testing.F) {
 	fuzzSeeds(f, encMP)
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x81, 0xa2, 't', 's', 0xd7, 0xff, 0, 0, 0, 0, 0x66, 0x32, 0x2e, 0x80})
+	fuzzRef(f, fuzzConfigs(), FormatMsgpack)
+}
+
+// fuzzRef runs the fuzz function of the decoder targets: under every
+// config of cfgs, in format, Decode agrees with the reference first phase
+// of that format (reference_test.go).
+func fuzzRef(f *testing.F, cfgs []Config, format Format) {
 	var decs []*Decoder
-	for _, cfg := range fuzzConfigs() {
-		cfg.Format = FormatMsgpack
+	for _, cfg := range cfgs {
+		cfg.Format = format
 		decs = append(decs, mustDecoder(f, cfg))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, d := range decs {
-			ref := refScanMsgpack(d, data)
+			if format == FormatMsgpack {
+				compareRef(t, d, data, refScanMsgpack(d, data))
+				continue
+			}
+			ref, uncertain := refScanJSON(d, data)
+			if uncertain {
+				var e Event
+				err := d.Decode(data, &e)
+				checkResult(t, d, &e, err)
+				continue
+			}
 			compareRef(t, d, data, ref)
 		}
 	})
@@ -145,23 +168,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{`{"ts":1e400}`, `{"country":"\ud800\udc00"}`, `[{"a":[1,{}]}]`, ` {"ts" : -0 } `, `{"ts":1}{}`} {
 		f.Add([]byte(s))
 	}
-	var decs []*Decoder
-	for _, cfg := range fuzzConfigs() {
-		cfg.Format = FormatJSON
-		decs = append(decs, mustDecoder(f, cfg))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, d := range decs {
-			ref, uncertain := refScanJSON(d, data)
-			if uncertain {
-				var e Event
-				err := d.Decode(data, &e)
-				checkResult(t, d, &e, err)
-				continue
-			}
-			compareRef(t, d, data, ref)
-		}
-	})
+	fuzzRef(f, fuzzConfigs(), FormatJSON)
 }
 
 // FuzzDecodeEquivalent: the msgpack and JSON encodings of the same fields,
