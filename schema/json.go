@@ -11,8 +11,9 @@ import (
 // is encoding/json's (FuzzDecodeJSON compares the two), it reads only the
 // configured fields, recurses only along configured paths (at most
 // MaxPathDepth deep, pathtree.go), and allocates only when a skipped
-// container nesting depth exceeds what its reused stack has held before. Strings of
-// configured fields must be valid UTF-8; skipped strings are not checked.
+// container nesting depth exceeds what its reused stack has held before.
+// Strings of configured fields must be valid UTF-8; skipped strings are
+// not checked.
 
 // jsonWS returns the position of the first non-whitespace byte from p.
 func jsonWS(b []byte, p int) int {

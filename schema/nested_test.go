@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -221,4 +222,38 @@ func renderDecoded(e *Event, err error) string {
 	}
 	g, _ := GroupValues(e.Group)
 	return fmt.Sprintf("time=%d unit=%q group=%q bucket=%d value=%g has_value=%v", e.Time, e.Unit, g, e.Bucket, e.Value, e.HasValue)
+}
+
+// TestDecodeNestedDeep: nesting far deeper than any path (100000 levels,
+// where a value, a nested map or nothing is configured) never recurses:
+// it is a counted reason or skipped, never a crash, and the decoder's
+// recursion stays at the path's depth.
+func TestDecodeNestedDeep(t *testing.T) {
+	const depth = 100000
+	d := mustDecoder(t, nestedConfig())
+	base := encJS(t, nestedEvent()...)
+	deepJS := func(open, close string) string { return strings.Repeat(open, depth) + strings.Repeat(close, depth) }
+	deepMP := string(bytes.Repeat([]byte{0x91}, depth)) + "\xc0" // arrays of one element, then nil
+	deepMPMap := strings.Repeat("\x81\xa2id", depth) + "\xa1u"   // {"id": {"id": … "u"}}
+	cases := []struct {
+		name   string
+		msg    string
+		reason Reason
+		field  string
+	}{
+		{"JSON arrays in the place of a value", strings.Replace(string(base), `"u-1234567"`, deepJS("[", "]"), 1), ReasonWrongType, "user.id"},
+		{"JSON objects in the place of a value", strings.Replace(string(base), `"u-1234567"`, deepJS(`{"id":`, "}")[:depth*6]+"1"+strings.Repeat("}", depth), 1), ReasonWrongType, "user.id"},
+		{"JSON arrays in the place of a map", strings.Replace(string(base), `{"id":"u-1234567","plan":{"tier":"gold"}}`, deepJS("[", "]"), 1), ReasonWrongType, "user.id"},
+		{"JSON unbalanced", strings.Replace(string(base), `"u-1234567"`, strings.Repeat("[", depth), 1), ReasonMalformed, ""},
+		{"msgpack arrays in the place of a value", "\x82\xa4meta\x81\xa2ts\x01\xa4user\x81\xa2id" + deepMP, ReasonWrongType, "user.id"},
+		{"msgpack maps in the place of a value", "\x82\xa4meta\x81\xa2ts\x01\xa4user\x81\xa2id" + deepMPMap, ReasonWrongType, "user.id"},
+	}
+	for _, c := range cases {
+		var e Event
+		err := d.Decode([]byte(c.msg), &e)
+		var se *Error
+		if !errors.As(err, &se) || se.Reason != c.reason || se.Field != c.field {
+			t.Errorf("%s: %v, want %v (field %q)", c.name, err, c.reason, c.field)
+		}
+	}
 }
