@@ -257,3 +257,29 @@ func TestDecodeNestedDeep(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeNestedAllocs: a nested decode of a seen group allocates only
+// the unit, as a flat one; skipped subtrees (a deep one included) and
+// nested maps on the path allocate nothing.
+func TestDecodeNestedAllocs(t *testing.T) {
+	d := mustDecoder(t, nestedConfig())
+	var deep any = "x"
+	for range 50 {
+		deep = map[string]any{"k": []any{deep}}
+	}
+	extra := setPath(nestedEvent(), deep, "user", "history")
+	for name, msg := range map[string][]byte{
+		"msgpack": encMP(t, nestedEvent()...), "json": encJS(t, nestedEvent()...),
+		"msgpack+deep": encMP(t, extra...), "json+deep": encJS(t, extra...),
+	} {
+		var e Event
+		allocs := testing.AllocsPerRun(100, func() {
+			if err := d.Decode(msg, &e); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs > 1 {
+			t.Errorf("%s: %.1f allocations per Decode, want ≤ 1 (the unit string)", name, allocs)
+		}
+	}
+}
