@@ -25,12 +25,24 @@ over `windows` releases. Independently of the Go code, this script
                 scale_i.
     As in privacy.CalibrateParts every part's scale is kappa * Linf_i for one
     common kappa; the script reports each part's minimal scale.
+  * for the discrete Gaussian N_Z(0, sigma^2) per coordinate, one window
+    (section discrete_gaussian): the exact delta(eps) of every shift vector,
+    sorted (the noise is symmetric and i.i.d., so order and signs do not
+    matter) -- not only the maximal ones the Go code enumerates --, and the
+    smallest sigma at which the worst of them is <= delta, by bisection to
+    1e-10 relative. For a shift vector v the privacy loss of the pair
+    (X, X + v) at X = x is (||v||^2 - 2 S) / (2 sigma^2) with S = sum v_i x_i;
+    S's law is the convolution of the laws of v_i x_i (numpy, float64; the
+    pmf truncated at |x| <= 14 sigma + 10, mass beyond below 1e-40), and
+    delta(eps) = E[(1 - e^(eps - loss))_+] (a sum of non-negative terms,
+    relative error ~1e-12).
 """
 import itertools
 import json
 import os
 
 import mpmath as mp
+import numpy as np
 
 mp.mp.dps = 50
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "total_reference.json")
@@ -94,6 +106,54 @@ SETTINGS = [
 ]
 
 
+DG_SETTINGS = [
+    dict(name="dg hist 5x5 total 5", eps=1, delta=1e-6, k=5, a=5, t=5),
+    dict(name="dg hist 8x2 total 5", eps=1, delta=1e-6, k=8, a=2, t=5),
+    dict(name="dg hist 12x3 total 5", eps=0.5, delta=1e-7, k=12, a=3, t=5),
+]
+
+
+def dg_pmf(sigma):
+    r = int(14 * sigma) + 10
+    x = np.arange(-r, r + 1, dtype=np.float64)
+    w = np.exp(-x * x / (2 * sigma * sigma))
+    return x, w / w.sum()
+
+
+def dg_delta(v, sigma, eps):
+    """delta(eps) of i.i.d. discrete Gaussians shifted by the vector v."""
+    x, p = dg_pmf(sigma)
+    r = int(x[-1])
+    law = np.array([1.0])  # law of S, offset 0
+    lo = 0
+    for c in v:
+        if c == 0:
+            continue
+        step = np.zeros(2 * r * c + 1)
+        step[::c] = p  # values c*x for x in [-r, r]
+        law = np.convolve(law, step)
+        lo -= r * c
+    s = np.arange(lo, lo + len(law), dtype=np.float64)
+    loss = (sum(c * c for c in v) - 2 * s) / (2 * sigma * sigma)
+    terms = law * np.maximum(0.0, -np.expm1(eps - loss))
+    return float(np.sort(terms).sum())
+
+
+def dg_sigma(k, a, t, eps, delta):
+    shapes = sorted({tuple(sorted(v, reverse=True)) for v in vectors(k, k, a, t)})
+    worst = lambda sg: max(dg_delta(v, sg, eps) for v in shapes if any(v))
+    lo, hi = 0.5, 1.0
+    while worst(hi) > delta:
+        lo, hi = hi, hi * 2
+    while hi / lo - 1 > 1e-10:
+        mid = (lo + hi) / 2
+        if worst(mid) > delta:
+            lo = mid
+        else:
+            hi = mid
+    return hi, len(shapes)
+
+
 def main():
     out = []
     for s in SETTINGS:
@@ -111,8 +171,12 @@ def main():
             p["gaussian_scale"] = mp.nstr(kg * p["linf"], 30)
             p["laplace_scale"] = mp.nstr(kl * p["linf"], 30)
         out.append(dict(name=s["name"], epsilon=s["eps"], delta=s["delta"], windows=w, parts=parts))
+    dg = []
+    for s in DG_SETTINGS:
+        sigma, n = dg_sigma(s["k"], s["a"], s["t"], s["eps"], s["delta"])
+        dg.append(dict(s, sigma=repr(sigma), vectors=n))
     with open(OUT, "w") as f:
-        json.dump({"generator": "privacy/testdata/gen_total.py", "settings": out}, f, indent=1)
+        json.dump({"generator": "privacy/testdata/gen_total.py", "settings": out, "discrete_gaussian": dg}, f, indent=1)
         f.write("\n")
 
 
