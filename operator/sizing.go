@@ -46,6 +46,7 @@ func (s Sizes) events(p *plan) float64 {
 // Sizing is the summary `dpstream plan` prints and `run` logs at start.
 type Sizing struct {
 	Budget      SizingBudget      `json:"budget"`
+	Bounds      SizingBounds      `json:"bounds"` // plan_bounds.go
 	Sizes       Sizes             `json:"sizes"`
 	Aggregates  []AggregateSizing `json:"aggregates"`
 	Selection   *SelectionSizing  `json:"selection"` // null: groups are public, or no group_by
@@ -104,6 +105,9 @@ type SeriesSizing struct {
 	// CoversRange: the interval at the expected values is the whole
 	// possible range (the mean's [lower, upper]): the value says nothing.
 	CoversRange bool `json:"covers_range"`
+	// Sensitivity of a noised series and the bounds that bind its L1 and
+	// L2 (null for a derived series).
+	Sensitivity *SeriesSensitivity `json:"sensitivity,omitempty"`
 }
 
 // SelectionSizing is private group selection: a group is released in a
@@ -180,6 +184,7 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 	if s.Budget.Unit == "" {
 		s.Budget.Unit = "event"
 	}
+	s.Bounds = boundsSizing(c)
 	if p.parallel {
 		s.Budget.Composition = parallelComposition
 	}
@@ -207,7 +212,7 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 		for j := range ap.noises {
 			n := &ap.noises[j]
 			ss := SeriesSizing{Series: n.series, Mechanism: n.mech.Name(), Auto: n.auto, Scale: n.scale,
-				Level: 1 - n.beta, HalfWidth: ptr(n.half)}
+				Level: 1 - n.beta, HalfWidth: ptr(n.half), Sensitivity: p.seriesSensitivity(n)}
 			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
 				ss.Expected = ptr(e.expected)
 				if e.expected != 0 {

@@ -1,0 +1,103 @@
+package operator
+
+// plan_bounds.go says how the contribution bounds combine into each noised
+// vector's sensitivity, and which bound binds its L1 and L2: for `dpstream
+// plan` (text and JSON) and the release note.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/dpstream/dpstream/privacy"
+)
+
+// SizingBounds are the per-unit, per-window contribution bounds of the
+// plan (bounds.*); MaxContributions and MaxUnits are 0 when unset.
+type SizingBounds struct {
+	MaxGroups        int `json:"max_groups"`
+	MaxBuckets       int `json:"max_buckets"`
+	MaxPerBucket     int `json:"max_per_bucket"`
+	MaxValues        int `json:"max_values"`
+	MaxContributions int `json:"max_contributions"`
+	MaxUnits         int `json:"max_units"`
+}
+
+// SeriesSensitivity is how far one unit can move a noised series (all its
+// groups) in one window, and which bounds give its L1 and L2 norms.
+type SeriesSensitivity struct {
+	L0   float64 `json:"l0"`
+	L1   float64 `json:"l1"`
+	L2   float64 `json:"l2"`
+	LInf float64 `json:"linf"`
+	// L1Bound and L2Bound name the bounds that L1 and L2 follow from,
+	// e.g. "bounds.max_contributions" or "bounds.max_groups ×
+	// bounds.max_buckets × bounds.max_per_bucket".
+	L1Bound string `json:"l1_bound"`
+	L2Bound string `json:"l2_bound"`
+}
+
+// boundsSizing returns the plan's bounds.
+func boundsSizing(c Config) SizingBounds {
+	b := c.Bounds
+	return SizingBounds{MaxGroups: b.MaxGroups, MaxBuckets: b.MaxBuckets, MaxPerBucket: b.MaxPerBucket,
+		MaxValues: b.MaxValues, MaxContributions: b.MaxContributions, MaxUnits: b.MaxUnits}
+}
+
+// seriesSensitivity returns n's sensitivity and the bounds its L1 and L2
+// follow from (see windows.Config.Sensitivities and totalSensitivity).
+func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
+	s := n.sens
+	out := &SeriesSensitivity{L0: s.L0, L1: s.L1, L2: s.L2, LInf: s.Linf}
+	agg, _, _ := strings.Cut(n.part, ".")
+	var l0, linf string // the bounds behind L0 and L∞ of the product form
+	switch agg {
+	case AggHistogram:
+		l0, linf = "bounds.max_groups × bounds.max_buckets", "bounds.max_per_bucket"
+	case AggCount:
+		l0, linf = "bounds.max_groups", "bounds.max_values"
+	}
+	switch {
+	case s.Total && s.Linf < s.L1:
+		out.L1Bound = "bounds.max_contributions"
+		out.L2Bound = "bounds.max_contributions with " + linf
+	case s.Total:
+		out.L1Bound, out.L2Bound = "bounds.max_contributions", "bounds.max_contributions"
+	case l0 != "":
+		out.L1Bound, out.L2Bound = l0+" × "+linf, "√("+l0+") × "+linf
+	default:
+		out.L1Bound, out.L2Bound = "L0 × L∞", "√L0 × L∞"
+	}
+	if p.sens.ReplaceOne {
+		out.L1Bound += " (replacing one unit: bounds.max_units)"
+		out.L2Bound += " (replacing one unit: bounds.max_units)"
+	}
+	return out
+}
+
+// totalNote is the release note's sentence on the norms of a part that the
+// total bound binds ("" otherwise, so notes without it are unchanged).
+func (n *vectorNoise) totalNote() string {
+	if !n.sens.Total {
+		return ""
+	}
+	return fmt.Sprintf(", L1=%g and L2=%.6g by bounds.max_contributions", n.sens.L1, n.sens.L2)
+}
+
+// totalNorms adds the L1 and L2 bounds of a part that the total bound
+// binds to its calibration part: integer parts only (histogram, count),
+// where one grid step is one unit of value.
+func (n *vectorNoise) totalNorms(pt *privacy.Part) {
+	if n.sens.Total && (n.kind == intExact || n.kind == intRounded) {
+		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
+	}
+}
+
+// totalCap caps what one unit adds to a histogram or a count, x, by the
+// total bound (for the sizes' expected values).
+func (p *plan) totalCap(x float64) float64 {
+	if p.maxContrib > 0 {
+		return math.Min(x, float64(p.maxContrib))
+	}
+	return x
+}
