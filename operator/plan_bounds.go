@@ -37,12 +37,9 @@ type SeriesSensitivity struct {
 	L2Bound string `json:"l2_bound"`
 }
 
-// boundsSizing returns the plan's bounds.
-func boundsSizing(c Config) SizingBounds {
-	b := c.Bounds
-	return SizingBounds{MaxGroups: b.MaxGroups, MaxBuckets: b.MaxBuckets, MaxPerBucket: b.MaxPerBucket,
-		MaxValues: b.MaxValues, MaxContributions: b.MaxContributions, MaxUnits: b.MaxUnits}
-}
+// boundsSizing returns the plan's bounds (SizingBounds has BoundsConfig's
+// fields, in its order, with JSON names).
+func boundsSizing(c Config) SizingBounds { return SizingBounds(c.Bounds) }
 
 // seriesSensitivity returns n's sensitivity and the bounds its L1 and L2
 // follow from (see windows.Config.Sensitivities and totalSensitivity).
