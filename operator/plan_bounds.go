@@ -7,6 +7,8 @@ package operator
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dpstream/dpstream/privacy"
@@ -97,4 +99,26 @@ func (p *plan) totalCap(x float64) float64 {
 		return math.Min(x, float64(p.maxContrib))
 	}
 	return x
+}
+
+// suggestTotal is Suggest's total bound: with a histogram whose cells ×
+// per-cell bound exceeds the events a unit adds to a group (the sizes),
+// bounds.max_contributions at max_groups × those events bounds the same
+// data with less noise (no contribution is clipped when a unit adds that
+// many events to each of its groups).
+func suggestTotal(c Config, sz Sizes, worst func(Config, Sizes) (float64, bool), add func(change, key, value string, rel float64)) {
+	b := c.Bounds
+	if c.Schema.UnitField == "" || !(sz.EventsPerUnit > 0) || !slices.Contains(c.Windows.Aggregates, AggHistogram) {
+		return
+	}
+	m := b.MaxGroups * int(math.Ceil(sz.EventsPerUnit))
+	if m >= b.MaxGroups*b.MaxBuckets*b.MaxPerBucket || (b.MaxContributions > 0 && b.MaxContributions <= m) {
+		return
+	}
+	d := c
+	d.Bounds.MaxContributions = m
+	if r, ok := worst(d, sz); ok {
+		add(fmt.Sprintf("bounds.max_contributions %d (each unit adds about %g events to each of at most %d groups: L1 %d instead of %d for the histogram)",
+			m, sz.EventsPerUnit, b.MaxGroups, m, b.MaxGroups*b.MaxBuckets*b.MaxPerBucket), "bounds.max_contributions", strconv.Itoa(m), r)
+	}
 }

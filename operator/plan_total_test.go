@@ -107,3 +107,31 @@ func TestTotalBoundPlanSays(t *testing.T) {
 		t.Errorf("note: %s", p.note)
 	}
 }
+
+// --target suggests the total bound when a histogram's cells × per-cell
+// bound exceeds the events a unit adds, and not once it is set.
+func TestTotalBoundSuggested(t *testing.T) {
+	c := totalConfig("laplace", 0, 0)
+	find := func(c Config) *Suggestion {
+		s, err := NewSizing(c, Sizes{UnitsPerGroup: 250, EventsPerUnit: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Suggest(c, 0.01); err != nil {
+			t.Fatal(err)
+		}
+		for i := range s.Suggestions {
+			if s.Suggestions[i].Setting == "bounds.max_contributions" {
+				return &s.Suggestions[i]
+			}
+		}
+		return nil
+	}
+	if sg := find(c); sg == nil || sg.Value != "4" {
+		t.Errorf("suggestion %+v, want bounds.max_contributions 4", sg)
+	}
+	c.Bounds.MaxContributions = 4
+	if sg := find(c); sg != nil {
+		t.Errorf("suggested %+v with the bound already set", sg)
+	}
+}

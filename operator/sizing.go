@@ -365,7 +365,8 @@ func (p *plan) unitsForRelease(q float64) int {
 // half-width (or, if none of its values does, its best value): more units
 // per group (a fact of the data), a longer window (assumed to gather
 // proportionally more units per group, events per unit unchanged), a
-// larger ε, bounds tightened to the events per unit, and public groups
+// larger ε, bounds tightened to the events per unit (and a total bound,
+// suggestTotal), and public groups
 // (no selection threshold, and its share of the budget goes to the noise).
 // Each is evaluated with the plan `run` would calibrate.
 func (s *Sizing) Suggest(c Config, target float64) error {
@@ -431,6 +432,7 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 			}
 		}
 	}
+	suggestTotal(c, sz, worst, add)
 	// Public groups.
 	if p.sel != nil {
 		d := c
