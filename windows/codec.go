@@ -62,13 +62,7 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 			put(flt(x))
 		}
 	}
-	sens := func(s Sensitivity) {
-		if s.Total {
-			floats([]float64{s.L0, s.L1, s.L2, s.Linf, 1})
-			return
-		}
-		floats([]float64{s.L0, s.L1, s.L2, s.Linf})
-	}
+	sens := func(s Sensitivity) { floats([]float64{s.L0, s.L1, s.L2, s.Linf, 1}[:4+btoi(s.Total)]) }
 
 	put(mapLen(9),
 		str("v"), num(codecVersion),
@@ -89,20 +83,12 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 	if w.Drops.Total != 0 {
 		put(str("total"), num(w.Drops.Total))
 	}
-	put(str("sensitivity"), mapLen(7+btoi(w.Sensitivity.SumSq != Sensitivity{})+btoi(w.Sensitivity.Tree != Sensitivity{})),
-		str("histogram"))
+	put(str("sensitivity"), mapLen(7+btoi(w.Sensitivity.SumSq != Sensitivity{})+btoi(w.Sensitivity.Tree != Sensitivity{})))
 	s := &w.Sensitivity
-	sens(s.Histogram)
-	put(str("count"))
-	sens(s.Count)
-	put(str("sum"))
-	sens(s.Sum)
-	put(str("mean_sum"))
-	sens(s.MeanSum)
-	put(str("values"))
-	sens(s.Values)
-	put(str("units"))
-	sens(s.Units)
+	for i, v := range [...]Sensitivity{s.Histogram, s.Count, s.Sum, s.MeanSum, s.Values, s.Units} {
+		put(str([...]string{"histogram", "count", "sum", "mean_sum", "values", "units"}[i]))
+		sens(v)
+	}
 	put(str("replace_one"), boolean(s.ReplaceOne))
 	if s.SumSq != (Sensitivity{}) {
 		put(str("sum_sq"))
