@@ -142,47 +142,15 @@ func cacheKey(a Accounting, total Budget, windows int, parts []Part) string {
 // Basic and Advanced instead give every coordinate an equal share of the
 // budget and calibrate each part on its own.
 func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Plan, error) {
-	if err := total.Validate(); err != nil {
+	ps, err := checkParts(total, windows, parts)
+	if err != nil {
 		return nil, err
-	}
-	if windows < 1 || windows > 1<<30 {
-		return nil, fmt.Errorf("%w: windows %d: want 1 ≤ windows ≤ 2^30", ErrInvalidParameter, windows)
-	}
-	if len(parts) == 0 {
-		return nil, fmt.Errorf("%w: no parts to calibrate", ErrInvalidParameter)
 	}
 	if _, err := ParseAccounting(string(a)); err != nil {
 		return nil, err
 	}
 	if a == "" {
 		a = Tightest
-	}
-	ps := make([]calPart, len(parts))
-	for i, p := range parts {
-		if p.Mechanism == nil {
-			return nil, fmt.Errorf("%w: calPart %d has no mechanism", ErrInvalidParameter, i)
-		}
-		if p.L0 < 1 || p.L0 > 1<<30 {
-			return nil, fmt.Errorf("%w: calPart %d: L0 %d: want 1 ≤ L0 ≤ 2^30", ErrInvalidParameter, i, p.L0)
-		}
-		if !(p.Linf > 0) || math.IsInf(p.Linf, 0) {
-			return nil, fmt.Errorf("%w: calPart %d: L∞ %v: want a finite L∞ > 0", ErrInvalidParameter, i, p.Linf)
-		}
-		if pldDiscrete(p.Mechanism) && p.Linf != math.Trunc(p.Linf) {
-			return nil, fmt.Errorf("%w: calPart %d: %s needs a whole-number L∞, got %v", ErrInvalidParameter, i, p.Mechanism.Name(), p.Linf)
-		}
-		w := p.Weight
-		if w == 0 {
-			w = 1
-		}
-		if !(w > 0) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("%w: calPart %d: weight %v: want a finite weight > 0", ErrInvalidParameter, i, p.Weight)
-		}
-		n := int64(windows) * int64(p.L0)
-		if n > 1<<40 {
-			return nil, fmt.Errorf("%w: calPart %d: %d compositions exceed 2^40", ErrInvalidParameter, i, n)
-		}
-		ps[i] = calPart{Part: p, w: w, n: int(n)}
 	}
 
 	key := cacheKey(a, total, windows, parts)
@@ -211,6 +179,48 @@ type calPart struct {
 	Part
 	w float64 // weight (1 if unset)
 	n int     // compositions: windows·L0
+}
+
+// checkParts validates a calibration request (a total budget, windows
+// releases of parts) and returns its parts as the calibration sees them.
+func checkParts(total Budget, windows int, parts []Part) ([]calPart, error) {
+	if err := total.Validate(); err != nil {
+		return nil, err
+	}
+	if windows < 1 || windows > 1<<30 {
+		return nil, fmt.Errorf("%w: windows %d: want 1 ≤ windows ≤ 2^30", ErrInvalidParameter, windows)
+	}
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("%w: no parts to calibrate", ErrInvalidParameter)
+	}
+	ps := make([]calPart, len(parts))
+	for i, p := range parts {
+		if p.Mechanism == nil {
+			return nil, fmt.Errorf("%w: calPart %d has no mechanism", ErrInvalidParameter, i)
+		}
+		if p.L0 < 1 || p.L0 > 1<<30 {
+			return nil, fmt.Errorf("%w: calPart %d: L0 %d: want 1 ≤ L0 ≤ 2^30", ErrInvalidParameter, i, p.L0)
+		}
+		if !(p.Linf > 0) || math.IsInf(p.Linf, 0) {
+			return nil, fmt.Errorf("%w: calPart %d: L∞ %v: want a finite L∞ > 0", ErrInvalidParameter, i, p.Linf)
+		}
+		if pldDiscrete(p.Mechanism) && p.Linf != math.Trunc(p.Linf) {
+			return nil, fmt.Errorf("%w: calPart %d: %s needs a whole-number L∞, got %v", ErrInvalidParameter, i, p.Mechanism.Name(), p.Linf)
+		}
+		w := p.Weight
+		if w == 0 {
+			w = 1
+		}
+		if !(w > 0) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("%w: calPart %d: weight %v: want a finite weight > 0", ErrInvalidParameter, i, p.Weight)
+		}
+		n := int64(windows) * int64(p.L0)
+		if n > 1<<40 {
+			return nil, fmt.Errorf("%w: calPart %d: %d compositions exceed 2^40", ErrInvalidParameter, i, n)
+		}
+		ps[i] = calPart{Part: p, w: w, n: int(n)}
+	}
+	return ps, nil
 }
 
 // calCandidate is a certified noise level κ (or explicit scales) from one
@@ -244,6 +254,11 @@ func calibrateParts(a Accounting, total Budget, windows int, ps []calPart) ([]Pl
 	if err != nil {
 		return nil, err
 	}
+	return plansOf(c, total, windows, ps), nil
+}
+
+// plansOf is the certified candidate c as one Plan per part.
+func plansOf(c calCandidate, total Budget, windows int, ps []calPart) []Plan {
 	plans := make([]Plan, len(ps))
 	for i, p := range ps {
 		plans[i] = Plan{
@@ -261,7 +276,7 @@ func calibrateParts(a Accounting, total Budget, windows int, ps []calPart) ([]Pl
 			Certified:  c.cert,
 		}
 	}
-	return plans, nil
+	return plans
 }
 
 // calTightest returns the smallest valid candidate (smallest Σ scale_i/Linf_i,
