@@ -132,20 +132,26 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	default:
 		o.instance, _ = os.Hostname()
 	}
-	o.m.windowEps.Set(o.plan.window.Epsilon)
-	o.m.windowDelta.Set(o.plan.window.Delta)
-	o.m.totalEps.Set(o.plan.total.Epsilon)
-	o.m.totalDelta.Set(o.plan.total.Delta)
-	for _, ap := range o.plan.aggs {
+	o.planMetrics(o.plan)
+	o.health.set(false, "starting")
+	return o, nil
+}
+
+// planMetrics sets the gauges of the budget and the noise scales that p
+// releases with.
+func (o *Operator) planMetrics(p *plan) {
+	o.m.windowEps.Set(p.window.Epsilon)
+	o.m.windowDelta.Set(p.window.Delta)
+	o.m.totalEps.Set(p.total.Epsilon)
+	o.m.totalDelta.Set(p.total.Delta)
+	for _, ap := range p.aggs {
 		for _, n := range ap.noises {
 			o.m.noiseScale.WithLabelValues(ap.name, n.series, n.mech.Name()).Set(n.scale)
 		}
 	}
-	if s := o.plan.sel; s != nil {
+	if s := p.sel; s != nil {
 		o.m.noiseScale.WithLabelValues("selection", "units", s.noise.mech.Name()).Set(s.noise.scale)
 	}
-	o.health.set(false, "starting")
-	return o, nil
 }
 
 // NewLogger returns the slog logger the observability config asks for.
