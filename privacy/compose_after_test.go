@@ -118,6 +118,7 @@ func TestCalibrateAfterTighterThanBasic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("whole horizon %.6g, second half composed %.6g, by basic composition of the halves %.6g (×%.3g)", s1, plans[0].Scale, basic[0].Scale, basic[0].Scale/plans[0].Scale)
 	if basic[0].Scale < 1.5*plans[0].Scale {
 		t.Errorf("basic composition of the halves: scale %.6g, composed %.6g: the test's premise (basic is far looser) fails", basic[0].Scale, plans[0].Scale)
 	}
