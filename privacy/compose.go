@@ -304,11 +304,22 @@ func calTightest(total Budget, ps []calPart) (calCandidate, error) {
 		// path for a handful (e.g. Laplace near its pure-ε scale).
 		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
 	}
+	calls := make([]func() (calCandidate, error), len(tries))
+	for i, f := range tries {
+		calls[i] = func() (calCandidate, error) { return f(total, ps) }
+	}
+	return calSmallest(ps, calls)
+}
+
+// calSmallest runs the accountants' calibrations tries in order and
+// returns the certified candidate with the smallest noise level (the
+// first of equals), or all their errors.
+func calSmallest(ps []calPart, tries []func() (calCandidate, error)) (calCandidate, error) {
 	var best calCandidate
 	var errs []error
 	found := false
 	for _, f := range tries {
-		c, err := f(total, ps)
+		c, err := f()
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -8,7 +8,6 @@ package privacy
 // the total.
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -68,35 +67,25 @@ func CalibrateAfter(a Accounting, total Budget, prior []Spent, windows int, part
 	if err != nil {
 		return nil, err
 	}
-	var tries []func(Budget, []calPart, []float64, []calPart) (calCandidate, error)
+	pure := func() (calCandidate, error) { return afterPure(total, pp, psc, ps) }
+	pld := func() (calCandidate, error) { return afterPLD(total, pp, psc, ps) }
+	var tries []func() (calCandidate, error)
 	switch a {
 	case "", Tightest:
-		tries = append(tries, afterPure)
+		tries = append(tries, pure)
 		if total.Delta > 0 {
-			tries = append(tries, afterPLD)
+			tries = append(tries, pld)
 		}
 	case AccountPLD:
-		tries = append(tries, afterPLD)
+		tries = append(tries, pld)
 	case AccountPure:
-		tries = append(tries, afterPure)
+		tries = append(tries, pure)
 	default:
 		return nil, fmt.Errorf("%w: %s accounting cannot compose earlier releases with new ones; use tightest, pld or pure", ErrUnsupported, a)
 	}
-	var best calCandidate
-	var errs []error
-	found := false
-	for _, f := range tries {
-		c, err := f(total, pp, psc, ps)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if !found || calLevel(c, ps) < calLevel(best, ps) {
-			best, found = c, true
-		}
-	}
-	if !found {
-		return nil, errors.Join(errs...)
+	best, err := calSmallest(ps, tries)
+	if err != nil {
+		return nil, err
 	}
 	return plansOf(best, total, windows, ps), nil
 }
@@ -122,20 +111,6 @@ func AccountantAfter(a Accounting, prior []Spent, parts []Part, scales []float64
 		return PureAccountant{Eps0: e}, nil
 	}
 	return calComposedPLD(ps, sc, PLDOptions{})
-}
-
-// pureSum is the pure ε of the composition of ps at scales: the exact ε of
-// every coordinate, added up and rounded up.
-func pureSum(ps []calPart, scales []float64) (float64, error) {
-	s := 0.0
-	for i, p := range ps {
-		e, err := calPureEpsilon(p.Mechanism, scales[i], p.Linf)
-		if err != nil {
-			return 0, err
-		}
-		s += float64(p.n) * e
-	}
-	return s * pldSumFactor(len(ps)), nil
 }
 
 // afterPure calibrates ps for the pure ε the prior leaves: total ε minus
@@ -176,42 +151,19 @@ func afterPLD(total Budget, prior []calPart, priorScales []float64, ps []calPart
 	if !(total.Delta > 0) {
 		return calCandidate{}, fmt.Errorf("%w: the PLD accountant needs δ > 0; use pure accounting for δ = 0", ErrUnsupported)
 	}
-	var o PLDOptions
-	base, err := calComposedPLD(prior, priorScales, o)
+	base, err := calComposedPLD(prior, priorScales, PLDOptions{})
 	if err != nil {
 		return calCandidate{}, err
 	}
 	if d := base.Delta(total.Epsilon); d >= total.Delta {
 		return calCandidate{}, fmt.Errorf("%w: the earlier releases alone reach δ %v at ε %v (the total δ is %v)", ErrInfeasible, d, total.Epsilon, total.Delta)
 	}
-	eval := func(kappa float64) (float64, []float64, error) {
-		pldEvaluations.Add(1)
-		scales := calScales(kappa, ps)
-		p, err := calComposedPLD(ps, scales, o)
-		if err != nil {
-			return 0, nil, err
-		}
-		return compose(base, p).Delta(total.Epsilon), scales, nil
-	}
-	// First guess: as calibratePLD, with the prior's share of μ² (its
-	// Fisher information at its scales) taken off the total's.
-	mu, err := gdpMu(total.Epsilon, total.Delta)
-	if err != nil || !(mu > 0) {
-		mu = 1
-	}
+	// The prior's share of μ² (its Fisher information at its scales), for
+	// the solver's first guess.
 	used := 0.0
 	for i, p := range prior {
 		r := p.Linf / priorScales[i]
 		used += float64(p.n) * pldFisher(p.Mechanism) * r * r
 	}
-	left := math.Max(mu*mu-used, 0.01*mu*mu)
-	s := 0.0
-	for _, p := range ps {
-		s += float64(p.n) * pldFisher(p.Mechanism) / (p.w * p.w)
-	}
-	_, cert, scales, err := solveNoiseLevel(eval, math.Sqrt(s/left), total.Delta)
-	if err != nil {
-		return calCandidate{}, err
-	}
-	return calCandidate{acct: AccountPLD, method: Solver, scales: scales, cert: cert}, nil
+	return calibratePLDAfter(total, base, used, ps)
 }

@@ -55,17 +55,7 @@ const pureRetries = 4
 // Σ nᵢ·ε_i(scaleᵢ) ≤ ε. For Laplace-like noise ε_i = 1/(κ·wᵢ), so
 // κ = Σ(nᵢ/wᵢ)/ε; otherwise κ is found by bisection.
 func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
-	spent := func(scales []float64) (float64, error) {
-		s := 0.0
-		for i, p := range ps {
-			e, err := calPureEpsilon(p.Mechanism, scales[i], p.Linf)
-			if err != nil {
-				return 0, err
-			}
-			s += float64(p.n) * e
-		}
-		return s * pldSumFactor(len(ps)), nil
-	}
+	spent := func(scales []float64) (float64, error) { return pureSum(ps, scales) }
 	linear := true
 	for _, p := range ps {
 		linear = linear && calLinearPure(p.Mechanism)
@@ -136,4 +126,18 @@ func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
 		return calCandidate{}, fmt.Errorf("%w: pure-ε certificate %v exceeds ε %v", ErrInfeasible, e, total.Epsilon)
 	}
 	return calCandidate{acct: AccountPure, method: ClosedForm, scales: scales, cert: 0}, nil
+}
+
+// pureSum is the pure ε of the composition of ps at scales: the exact ε of
+// every coordinate, added up and rounded up.
+func pureSum(ps []calPart, scales []float64) (float64, error) {
+	s := 0.0
+	for i, p := range ps {
+		e, err := calPureEpsilon(p.Mechanism, scales[i], p.Linf)
+		if err != nil {
+			return 0, err
+		}
+		s += float64(p.n) * e
+	}
+	return s * pldSumFactor(len(ps)), nil
 }
