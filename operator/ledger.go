@@ -200,6 +200,7 @@ func (p *plan) reconcile(l *ledgerRecord, from int64) (*ledgerRecord, error) {
 		// one that spends exactly as the recalibration did, within a total
 		// that covers the claim).
 		if q, err := p.recalibrated(r); err == nil && q.budgetID() == l.Budget {
+			p.after.Store(q)
 			return l, nil
 		}
 	}
@@ -235,19 +236,21 @@ func (p *plan) takeOver(spent, base schema.Budget, prior []segmentSpend, hs, he,
 			ErrState, tsString(hs), tsString(he), spent.Epsilon, spent.Delta, claim.Epsilon, claim.Delta, r.windowsLeft(p.size), err,
 			tsString(he), tsString(p.firstHorizonFrom(he)))
 	}
+	p.after.Store(q)
 	return &ledgerRecord{Start: hs, End: he, Size: p.size, Total: claim, Base: base, Budget: q.budgetID(),
 		SegStart: from, Through: from, Spent: spent, Log: q.log}, nil
 }
 
 // recalibrated returns this configuration's plan recalibrated by r (the
-// one already built if it has the same inputs) and makes it the plan of
-// r's windows (p.at).
+// one already installed if it has the same inputs); the caller installs
+// it (p.after) once it is the plan of r's windows. A parallel-composition
+// plan is not recalibrated (privacy.ErrUnsupported).
 func (p *plan) recalibrated(r *recalSpec) (*plan, error) {
 	if q := p.after.Load(); q != nil && q.recal.id() == r.id() {
 		return q, nil
 	}
-	if p.build == nil {
-		return nil, fmt.Errorf("%w: the plan cannot be rebuilt", privacy.ErrUnsupported)
+	if p.build == nil || p.parallel {
+		return nil, fmt.Errorf("%w: the plan cannot be recalibrated", privacy.ErrUnsupported)
 	}
 	q, err := p.build(r)
 	if err != nil {
@@ -255,7 +258,6 @@ func (p *plan) recalibrated(r *recalSpec) (*plan, error) {
 	}
 	q.digest = p.digest
 	q.stream = p.digest + "/recal/" + q.budgetID()
-	p.after.Store(q)
 	return q, nil
 }
 

@@ -359,6 +359,9 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec)
 		clear(p.ledger.cache)
 		p.log.Prior, p.log.Recalibrated = r.prior, true
 	}
+	if r != nil {
+		parts = ideal // what the windows left were calibrated for; no float reserve
+	}
 	p.note = p.describe(c, plans[0].Accounting, parts, ideal, pw, shift, noises)
 	if r != nil {
 		p.note += "; " + p.recalNote()

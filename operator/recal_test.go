@@ -100,6 +100,10 @@ func TestRecalibrateMidHorizon(t *testing.T) {
 	if q.ledger.scales[0] == more.ledger.scales[0] {
 		t.Error("the recalibrated scale is the configuration's own")
 	}
+	if !strings.Contains(q.note, "recalibrated after a configuration change: 6 window(s) left") || !strings.Contains(q.note, "over all 6 windows") ||
+		strings.Contains(q.note, "floating-point residual") {
+		t.Errorf("the recalibrated plan's note: %q", q.note)
+	}
 	claim := schema.Budget{Epsilon: 2, Delta: 1e-6}
 	if got.Total != claim || got.SegStart != from || got.Log == nil || !got.Log.Recalibrated || len(got.Log.Prior) != 1 || got.Log.Prior[0].Windows != 4 {
 		t.Errorf("the segment's ledger %+v (log %+v)", got, got.Log)
