@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,13 +24,16 @@ import (
 // consumer group, aggregates events into windows, and publishes the noised
 // releases of every closed window. Make one with New and call Run.
 type Operator struct {
-	cfg      Config
-	key      rng.Key
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	m        *metrics
-	now      func() time.Time
-	plan     *plan
+	cfg  Config
+	key  rng.Key
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	m    *metrics
+	now  func() time.Time
+	plan *plan
+	// shown is the plan whose budget and noise scales the gauges show
+	// (planMetrics): the plan, or its recalibration while it releases.
+	shown    atomic.Pointer[plan]
 	instance string
 	hook     func(Published)
 	health   health
@@ -137,9 +141,13 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	return o, nil
 }
 
-// planMetrics sets the gauges of the budget and the noise scales that p
-// releases with.
+// planMetrics sets the gauges of the budget and the noise scales to p's,
+// the plan that releases now (nothing to do if they show p already): the
+// recalibrated plan until its horizon ends, then the configuration's own.
 func (o *Operator) planMetrics(p *plan) {
+	if o.shown.Swap(p) == p {
+		return
+	}
 	o.m.windowEps.Set(p.window.Epsilon)
 	o.m.windowDelta.Set(p.window.Delta)
 	o.m.totalEps.Set(p.total.Epsilon)

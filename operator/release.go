@@ -50,6 +50,7 @@ func (o *Operator) release(rec *recovered, ws []windows.Window) (*releaseBatch, 
 	for i := range ws {
 		w := &ws[i]
 		p := o.plan.at(w.Start) // recalibrated after a configuration change, or the plan
+		o.planMetrics(p)
 		out, dup, wh, err := p.releaseWindowAt(w, o.key, k.namespace(), o.instance, rec.published, b.ledger)
 		if err != nil {
 			return nil, err
