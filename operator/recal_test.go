@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -166,6 +167,19 @@ func TestRecalibrateRestartSameConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// What a restart reads: the ledger through the state record's format.
+	b, err := encodeState(stateRecord{ClosedThrough: at, Origin: hs, Ledger: rec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := decodeState(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(st.Ledger, rec) {
+		t.Fatalf("the ledger through the state record: %+v (log %+v), want %+v (log %+v)", st.Ledger, st.Ledger.Log, rec, rec.Log)
+	}
+	rec = st.Ledger
 	again := testPlan(t, horizonConfig(2.5))
 	got, err := again.reconcile(rec, at)
 	if err != nil || got != rec {
