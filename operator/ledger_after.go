@@ -152,8 +152,8 @@ func recalOf(l *ledgerRecord) *recalSpec {
 	return &recalSpec{hs: l.Start, he: l.End, from: l.SegStart, claim: l.Total, base: l.Base, prior: l.Log.Prior}
 }
 
-// recalID extends the budget id of a recalibrated plan by the
-// recalibration's inputs: two runs take one for the other only if they
+// id identifies the recalibration by its inputs; it extends the budget id of a
+// recalibrated plan, so that two runs take one for the other only if they
 // recalibrated the same windows after the same spending.
 func (r *recalSpec) id() string {
 	h := sha256.New()
