@@ -13,6 +13,7 @@ package operator
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -50,6 +51,10 @@ type ledgerRecord struct {
 	Through int64 `json:"through"`
 	// Spent is Base plus the current segment through Through.
 	Spent schema.Budget `json:"spent"`
+	// Log describes what every segment of the horizon spends per window,
+	// so that a configuration taking over can compose it exactly
+	// (ledger_after.go). Records written before it existed have none.
+	Log *spendLog `json:"log,omitempty"`
 }
 
 // horizonOf returns the horizon [start, end) holding the window starting
@@ -78,6 +83,10 @@ func (p *plan) spentAt(l *ledgerRecord, s int64) (schema.Budget, schema.Horizon)
 		return p.window, schema.Horizon{}
 	}
 	hs, he := p.horizonOf(s)
+	if r := p.recal; r != nil && r.hs == hs {
+		// The ledger of a recalibrated plan holds the earlier spending.
+		return p.ledger.spent(int((s-r.from)/p.size + 1)), schema.Horizon{Start: hs, End: he, Budget: p.horizonB}
+	}
 	base, seg := schema.Budget{}, hs
 	if p.current(l, hs, he) {
 		base, seg = l.Base, max(hs, l.SegStart)
@@ -95,8 +104,10 @@ func (p *plan) advance(l *ledgerRecord, s, e int64) *ledgerRecord {
 			Budget: p.budgetID(), SegStart: s, Through: e, Spent: p.window}
 	}
 	hs, he := p.horizonOf(s)
-	n := ledgerRecord{Start: hs, End: he, Size: p.size, Total: p.totalBudget(), Budget: p.budgetID(), SegStart: hs, Through: e}
+	n := ledgerRecord{Start: hs, End: he, Size: p.size, Total: p.totalBudget(), Budget: p.budgetID(), SegStart: hs, Through: e, Log: p.log}
 	switch {
+	case p.recal != nil && p.recal.hs == hs:
+		n.Base, n.SegStart = p.recal.base, p.recal.from
 	case p.current(l, hs, he):
 		n.Base, n.SegStart = l.Base, l.SegStart
 	case l != nil && !l.PerWindow && l.Start == hs && l.End == he:
@@ -126,6 +137,9 @@ func (p *plan) budgetID() string {
 	if p.parallel {
 		h.Write([]byte("|parallel")) // every window spends the total: never one segment with a sequential plan
 	}
+	if p.recal != nil {
+		fmt.Fprintf(h, "|recal|%s", p.recal.id())
+	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
@@ -137,11 +151,12 @@ func (p *plan) totalBudget() schema.Budget {
 // reconcile checks the ledger l recorded by earlier runs against this
 // configuration, for releases from the window starting at from on, and
 // returns the ledger to continue with. With the same configuration nothing
-// changes. With another one in the same horizon, what was spent becomes
-// the base of a new segment, and the start is refused (ErrState) if the
-// base plus this configuration's spend for the windows left would exceed
-// the horizon's total (the smaller of the old and the new total), or if
-// the horizon itself moved (another horizon length or offset).
+// changes. With another one in the same horizon, the windows left are
+// recalibrated for what the earlier configurations left of the horizon's
+// total (the smaller of the old and the new total; takeOver): the
+// recalibrated plan releases them (p.at). The start is refused (ErrState)
+// if even they cannot fit, or if the horizon itself moved (another horizon
+// length or offset).
 func (p *plan) reconcile(l *ledgerRecord, from int64) (*ledgerRecord, error) {
 	if l == nil || l.Budget == p.budgetID() {
 		return l, nil
@@ -158,7 +173,7 @@ func (p *plan) reconcile(l *ledgerRecord, from int64) (*ledgerRecord, error) {
 			k := float64((upto - hs + l.Size - 1) / l.Size)
 			base = schema.Budget{Epsilon: k * l.Total.Epsilon, Delta: k * l.Total.Delta}
 		}
-		return p.segment(base, hs, he, from, p.totalBudget())
+		return p.takeOver(base, base, nil, hs, he, from, p.totalBudget())
 	}
 	if from >= l.End {
 		return nil, nil // the earlier horizon is over
@@ -180,11 +195,70 @@ func (p *plan) reconcile(l *ledgerRecord, from int64) (*ledgerRecord, error) {
 			"keep privacy.horizon and windows.offset until %s, or set windows.start to %s so that the new horizons start after the old one",
 			ErrState, tsString(l.Start), tsString(l.End), tsString(hs), tsString(he), tsString(l.End), tsString(next))
 	}
+	if r := recalOf(l); r != nil && !over(r.claim, p.totalBudget()) {
+		// This configuration restarting in a horizon it recalibrated (or
+		// one that spends exactly as the recalibration did, within a total
+		// that covers the claim).
+		if q, err := p.recalibrated(r); err == nil && q.budgetID() == l.Budget {
+			p.after.Store(q)
+			return l, nil
+		}
+	}
 	claim := l.Total
 	if t := p.totalBudget(); t.Epsilon < claim.Epsilon || t.Delta < claim.Delta {
 		claim = schema.Budget{Epsilon: min(t.Epsilon, claim.Epsilon), Delta: min(t.Delta, claim.Delta)}
 	}
-	return p.segment(l.Spent, hs, he, from, claim)
+	base, prior := earlier(l)
+	return p.takeOver(l.Spent, base, prior, hs, he, from, claim)
+}
+
+// takeOver starts this configuration in the horizon [hs, he) at from,
+// after earlier configurations spent `spent` (as the ledger reported it):
+// the windows left are recalibrated for what is left of claim after the
+// segments prior (composed exactly) and base (basic composition), and
+// the start is refused if they cannot be. A parallel-composition plan, and
+// a configuration the recalibration does not cover (float noise, an
+// accountant that cannot compose: privacy.ErrUnsupported), keep their own
+// calibration and start only if it fits on top of spent (segment).
+func (p *plan) takeOver(spent, base schema.Budget, prior []segmentSpend, hs, he, from int64, claim schema.Budget) (*ledgerRecord, error) {
+	if p.parallel {
+		return p.segment(spent, hs, he, from, claim)
+	}
+	r := &recalSpec{hs: hs, he: he, from: from, claim: claim, base: base, prior: prior}
+	q, err := p.recalibrated(r)
+	if errors.Is(err, privacy.ErrUnsupported) {
+		return p.segment(spent, hs, he, from, claim)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: the configuration changed in the middle of the horizon %s–%s, which already spent ε=%.4g, δ=%.3g "+
+			"of its total ε=%g, δ=%g under the earlier configuration; the %d windows left cannot be calibrated within what is left: %w. "+
+			"Keep the earlier configuration until %s, set windows.start to %s (no releases before it), or lower the new configuration's spend",
+			ErrState, tsString(hs), tsString(he), spent.Epsilon, spent.Delta, claim.Epsilon, claim.Delta, r.windowsLeft(p.size), err,
+			tsString(he), tsString(p.firstHorizonFrom(he)))
+	}
+	p.after.Store(q)
+	return &ledgerRecord{Start: hs, End: he, Size: p.size, Total: claim, Base: base, Budget: q.budgetID(),
+		SegStart: from, Through: from, Spent: spent, Log: q.log}, nil
+}
+
+// recalibrated returns this configuration's plan recalibrated by r (the
+// one already installed if it has the same inputs); the caller installs
+// it (p.after) once it is the plan of r's windows. A parallel-composition
+// plan is not recalibrated (privacy.ErrUnsupported).
+func (p *plan) recalibrated(r *recalSpec) (*plan, error) {
+	if q := p.after.Load(); q != nil && q.recal.id() == r.id() {
+		return q, nil
+	}
+	if p.build == nil || p.parallel {
+		return nil, fmt.Errorf("%w: the plan cannot be recalibrated", privacy.ErrUnsupported)
+	}
+	q, err := p.build(r)
+	if err != nil {
+		return nil, err
+	}
+	q.digest = p.digest
+	q.stream = p.digest + "/recal/" + q.budgetID()
+	return q, nil
 }
 
 // segment starts this configuration's segment at from in the horizon
@@ -271,6 +345,9 @@ type ledger struct {
 	// L0 of each float part; k windows: k·N), added by
 	// privacy.FloatGuarantee. Empty without float noise.
 	float []privacy.FloatTerm
+	// after is set for a recalibrated plan (ledger_after.go): the
+	// earlier segments its windows compose with.
+	after *ledgerAfter
 
 	mu    sync.Mutex
 	cache map[int]schema.Budget
@@ -305,7 +382,9 @@ func (l *ledger) spent(k int) schema.Budget {
 	}
 	kf, nf := float64(k), float64(l.windows)
 	var b schema.Budget
-	if l.budget.Delta == 0 {
+	if l.after != nil {
+		b = l.spentAfter(k)
+	} else if l.budget.Delta == 0 {
 		b.Epsilon = math.Nextafter(l.budget.Epsilon*kf/nf, math.Inf(1))
 		if k == l.windows {
 			b.Epsilon = l.budget.Epsilon

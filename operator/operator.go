@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,13 +24,16 @@ import (
 // consumer group, aggregates events into windows, and publishes the noised
 // releases of every closed window. Make one with New and call Run.
 type Operator struct {
-	cfg      Config
-	key      rng.Key
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	m        *metrics
-	now      func() time.Time
-	plan     *plan
+	cfg  Config
+	key  rng.Key
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	m    *metrics
+	now  func() time.Time
+	plan *plan
+	// shown is the plan whose budget and noise scales the gauges show
+	// (planMetrics): the plan, or its recalibration while it releases.
+	shown    atomic.Pointer[plan]
 	instance string
 	hook     func(Published)
 	// trustedCreateTime: the caller produces the input itself with the
@@ -143,20 +147,30 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	default:
 		o.instance, _ = os.Hostname()
 	}
-	o.m.windowEps.Set(o.plan.window.Epsilon)
-	o.m.windowDelta.Set(o.plan.window.Delta)
-	o.m.totalEps.Set(o.plan.total.Epsilon)
-	o.m.totalDelta.Set(o.plan.total.Delta)
-	for _, ap := range o.plan.aggs {
+	o.planMetrics(o.plan)
+	o.health.set(false, "starting")
+	return o, nil
+}
+
+// planMetrics sets the gauges of the budget and the noise scales to p's,
+// the plan that releases now (nothing to do if they show p already): the
+// recalibrated plan until its horizon ends, then the configuration's own.
+func (o *Operator) planMetrics(p *plan) {
+	if o.shown.Swap(p) == p {
+		return
+	}
+	o.m.windowEps.Set(p.window.Epsilon)
+	o.m.windowDelta.Set(p.window.Delta)
+	o.m.totalEps.Set(p.total.Epsilon)
+	o.m.totalDelta.Set(p.total.Delta)
+	for _, ap := range p.aggs {
 		for _, n := range ap.noises {
 			o.m.noiseScale.WithLabelValues(ap.name, n.series, n.mech.Name()).Set(n.scale)
 		}
 	}
-	if s := o.plan.sel; s != nil {
+	if s := p.sel; s != nil {
 		o.m.noiseScale.WithLabelValues("selection", "units", s.noise.mech.Name()).Set(s.noise.scale)
 	}
-	o.health.set(false, "starting")
-	return o, nil
 }
 
 // NewLogger returns the slog logger the observability config asks for.

@@ -102,7 +102,7 @@ func (p *plan) releaseWindowAt(w *windows.Window, key rng.Key, namespace, instan
 	var selected []windows.Group
 	for _, g := range groups {
 		if p.sel != nil {
-			s := rng.NewStream(key, noiseID(p.digest, schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
+			s := rng.NewStream(key, noiseID(p.streamDigest(), schema.ReleaseKey(id, "_select", mustValues(g.Key)...)))
 			noisy, err := p.sel.noise.add(s, float64(g.Units))
 			if err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: group selection: %w", err)
@@ -133,7 +133,7 @@ func (p *plan) releaseWindowAt(w *windows.Window, key rng.Key, namespace, instan
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}
-			s := rng.NewStream(key, noiseID(p.digest, k))
+			s := rng.NewStream(key, noiseID(p.streamDigest(), k))
 			if r.Series, err = p.series(ap, g, s); err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: %s: %w", ap.name, err)
 			}

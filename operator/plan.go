@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpstream/dpstream/privacy"
@@ -221,6 +222,40 @@ type plan struct {
 	// digest is ReleaseDigest of the config: it keys every noise stream
 	// (see noiseID) and is recorded in the state topic (see ledger.go).
 	digest string
+	// recal is set on a plan recalibrated for the windows left in a
+	// horizon after a configuration change (ledger_after.go).
+	recal *recalSpec
+	// after is the recalibrated plan of the horizon a run took over in the
+	// middle (reconcile); at picks it for that horizon's windows.
+	after atomic.Pointer[plan]
+	// build builds this configuration's plan recalibrated by a recalSpec
+	// (newPlan's inputs).
+	build func(*recalSpec) (*plan, error)
+	// log is what the ledger records of this plan's spending (advance).
+	log *spendLog
+	// stream keys the noise streams of a recalibrated plan instead of
+	// digest (see streamDigest).
+	stream string
+}
+
+// streamDigest is the digest that keys the plan's noise streams (noiseID):
+// the release digest, extended for a recalibrated plan by its budget id,
+// so that a window released under a recalibration and under any other
+// calibration draws independent noise.
+func (p *plan) streamDigest() string {
+	if p.stream != "" {
+		return p.stream
+	}
+	return p.digest
+}
+
+// at returns the plan that releases the window starting at start: the
+// recalibrated plan within its horizon, else p.
+func (p *plan) at(start int64) *plan {
+	if q := p.after.Load(); q != nil && start >= q.recal.from && start < q.recal.he {
+		return q
+	}
+	return p
 }
 
 // specsOf lists the noised vectors of a window in release order — the
@@ -248,7 +283,10 @@ const selectionPart = "selection"
 // newPlan calibrates everything at start; an infeasible budget is an error
 // here, not at the first window, and names the smallest feasible change.
 func newPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) {
-	p, err := buildPlan(c, dec, wcfg)
+	p, err := buildPlan(c, dec, wcfg, nil)
+	if err == nil {
+		p.build = func(r *recalSpec) (*plan, error) { return buildPlan(c, dec, wcfg, r) }
+	}
 	if err != nil && (errors.Is(err, privacy.ErrInfeasible) || errors.Is(err, privacy.ErrUnsupported)) {
 		if hint := suggest(c, dec, wcfg); hint != "" {
 			return nil, fmt.Errorf("%w: %w; %s", ErrConfig, err, hint)
@@ -263,7 +301,10 @@ func newPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) 
 // configured aggregates, the budget left after group selection, the
 // mechanism of every part, one joint calibration, every part's interval,
 // the selection threshold, the aggregates' plans, the ledger and the note.
-func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) {
+// With a recalibration r the joint calibration covers the windows left in
+// r's horizon after the spending it carries (plan.recalibrate), with the
+// mechanisms the configuration's own plan has.
+func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec) (*plan, error) {
 	p, measure, err := planFrame(c, dec, wcfg)
 	if err != nil {
 		return nil, err
@@ -280,6 +321,16 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 	plans, ideal, terms, err := calibrateNoises(p.accounting, parts, p.compose, noises)
 	if err != nil {
 		return nil, err
+	}
+	var after *ledgerAfter
+	if r != nil {
+		nw := p.compose
+		if plans, ideal, err = p.recalibrate(r, noises, pw, shift/float64(nw)); err != nil {
+			return nil, err
+		}
+		prior, _ := spentRuns(r.prior) // parsed by recalibrate
+		after = &ledgerAfter{prior: prior, sel: selectionOf(r.prior), base: r.base, acct: plans[0].Accounting, claim: r.claim}
+		shift = shift / float64(nw) * float64(p.compose)
 	}
 	beta := 1 - c.Privacy.Confidence
 	scales, pparts, err := applyCalibration(noises, specs, plans, beta)
@@ -302,7 +353,21 @@ func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error
 	if c.Privacy.Horizon == 0 {
 		p.window = schema.Budget{Epsilon: p.total.Epsilon, Delta: p.total.Delta}
 	}
+	p.log = &spendLog{Current: segmentOf(p, len(terms) > 0)}
+	if r != nil {
+		// p.window stays one window of this plan alone; from here on the
+		// ledger composes the earlier segments too.
+		p.ledger.after = after
+		clear(p.ledger.cache)
+		p.log.Prior, p.log.Recalibrated = r.prior, true
+	}
+	if r != nil {
+		parts = ideal // what the windows left were calibrated for; no float reserve
+	}
 	p.note = p.describe(c, plans[0].Accounting, parts, ideal, pw, shift, noises)
+	if r != nil {
+		p.note += "; " + p.recalNote()
+	}
 	for i := range p.aggs {
 		p.note += p.aggs[i].agg.note(&p.aggs[i])
 	}

@@ -20,7 +20,7 @@ import (
 // or fewer aggregates. It returns "" when none of these helps.
 func suggest(c Config, dec *schema.Decoder, wcfg windows.Config) string {
 	ok := func(c Config) bool {
-		_, err := buildPlan(c, dec, windowsConfig(c, dec.NumBuckets()))
+		_, err := buildPlan(c, dec, windowsConfig(c, dec.NumBuckets()), nil)
 		return err == nil
 	}
 	horizon := c.Privacy.Horizon != 0

@@ -49,16 +49,18 @@ func (o *Operator) release(rec *recovered, ws []windows.Window) (*releaseBatch, 
 	}
 	for i := range ws {
 		w := &ws[i]
-		out, dup, wh, err := o.plan.releaseWindowAt(w, o.key, k.namespace(), o.instance, rec.published, b.ledger)
+		p := o.plan.at(w.Start) // recalibrated after a configuration change, or the plan
+		o.planMetrics(p)
+		out, dup, wh, err := p.releaseWindowAt(w, o.key, k.namespace(), o.instance, rec.published, b.ledger)
 		if err != nil {
 			return nil, err
 		}
 		if o.cfg.Windows.Running {
-			if out, b.running, err = o.plan.addRunning(out, b.running, w); err != nil {
+			if out, b.running, err = p.addRunning(out, b.running, w); err != nil {
 				return nil, err
 			}
 		}
-		b.ledger = o.plan.advance(b.ledger, w.Start, w.End)
+		b.ledger = p.advance(b.ledger, w.Start, w.End)
 		for _, r := range out {
 			b.msgs = append(b.msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value, Time: scheduledAt(o.cfg, w.End)})
 		}

@@ -70,12 +70,31 @@ func (o *Operator) resume(ctx context.Context, st *runState) error {
 	if err != nil {
 		return err
 	}
+	if q := o.plan.at(from); q != o.plan {
+		o.logRecalibration(q, l)
+	}
 	rec.ledger = l
 	if err := o.recordStart(ctx, st, from); err != nil {
 		return err
 	}
 	st.from = from
 	return nil
+}
+
+// logRecalibration reports the plan recalibrated for the rest of a
+// horizon after a configuration change (the ledger l of its segment): the
+// windows left, what the horizon had spent, the total it holds to and the
+// per-coordinate scales; the noise gauges follow it.
+func (o *Operator) logRecalibration(q *plan, l *ledgerRecord) {
+	args := []any{"horizon", tsString(q.recal.hs) + "–" + tsString(q.recal.he), "from", tsString(q.recal.from),
+		"windows_left", q.compose, "spent_epsilon", l.Spent.Epsilon, "spent_delta", l.Spent.Delta,
+		"total_epsilon", q.recal.claim.Epsilon, "total_delta", q.recal.claim.Delta,
+		"earlier_segments", len(q.recal.prior), "accounting", string(q.ledger.after.acct)}
+	for i, pt := range q.ledger.parts {
+		args = append(args, fmt.Sprintf("scale_%d_%s", i, pt.Mechanism.Name()), q.ledger.scales[i])
+	}
+	o.log.Info("configuration changed in the middle of the horizon: the windows left are recalibrated for the budget left", args...)
+	o.planMetrics(q)
 }
 
 // completeIntent completes an unfinished publication (none: nothing to

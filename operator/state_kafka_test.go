@@ -16,6 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/dpstream/dpstream/operator/kafkatest"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // crashAt makes op's publication crash once at stage.
@@ -103,12 +104,14 @@ func TestKafkaCrashCompletedFromIntent(t *testing.T) {
 	}
 }
 
-// TestKafkaConfigChangeCannotOverspend: a horizon budget, some windows
-// published, then a restart with a larger ε in the middle of the horizon.
+// TestKafkaConfigChangeCannotOverspend: a horizon budget, three windows
+// published, then restarts with another ε in the middle of the horizon.
 // Before the ledger was persisted, the new configuration started and the
-// horizon's releases spent more than its total; now the start is refused
-// with a message naming the way out, and a restart with the original
-// configuration continues.
+// horizon's releases spent more than its total. A total the windows left
+// cannot fit in (ε 40 → 0.5: the first two windows alone spent more) is
+// refused with a message naming the way out; a larger ε (40 → 60) starts,
+// recalibrated for what the first configuration left of the total its
+// releases claimed (40): every release says so, and none spends beyond it.
 func TestKafkaConfigChangeCannotOverspend(t *testing.T) {
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
@@ -121,32 +124,62 @@ func TestKafkaConfigChangeCannotOverspend(t *testing.T) {
 	ca := testConfig(brokers, in, out, uniqueName("dpstream-ledger"))
 	ca.Kafka.CreateTopics = true
 	ca.Privacy.Epsilon, ca.Privacy.Delta = 0, 0
-	ca.Privacy.Horizon = 60 * testSize // 60 windows; the test publishes the first 2
+	ca.Privacy.Horizon = 60 * testSize // 60 windows; the test publishes the first 3, then 2
 	ca.Privacy.HorizonEpsilon, ca.Privacy.HorizonDelta = 40, 1e-5
 	op, pub := newTestOperator(t, ca)
 	if err := runUntil(t, op, testBase+testSize.Milliseconds(), pub, 90*time.Second); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
 
-	cb := ca
-	cb.Privacy.HorizonEpsilon = 60
-	op, _ = newTestOperator(t, cb)
+	cc := ca
+	cc.Privacy.HorizonEpsilon = 0.5
+	op, _ = newTestOperator(t, cc)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err := op.Run(ctx)
 	if !errors.Is(err, ErrState) {
-		t.Fatalf("restart with ε 40 → 60 mid-horizon: Run returned %v, want a refusal (ErrState)", err)
+		t.Fatalf("restart with ε 40 → 0.5 mid-horizon: Run returned %v, want a refusal (ErrState)", err)
 	}
-	if !strings.Contains(err.Error(), "middle of the horizon") {
-		t.Errorf("refusal does not explain itself: %v", err)
+	for _, want := range []string{"middle of the horizon", "cannot be calibrated within what is left"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal does not explain itself (%q): %v", want, err)
+		}
 	}
 
-	// Every release so far respects the total it claims.
-	rels, _ := readReleases(t, cl, out)
-	for k, r := range rels {
-		if r.Spent.Epsilon > r.Horizon.Budget.Epsilon || r.Spent.Delta > r.Horizon.Budget.Delta {
-			t.Errorf("%s: spent %+v above the horizon's total %+v", k, r.Spent, r.Horizon.Budget)
+	// Two more windows of events (the first three are final: their
+	// events in this stream are dropped as late).
+	var more []kafka.Message
+	first := testBase + nWindows*testSize.Milliseconds()
+	for _, m := range genStream(24, nWindows+2, 30).messages(0, time.Second) {
+		if m.Time.UnixMilli() >= first {
+			more = append(more, m)
 		}
+	}
+	produce(t, brokers, in, more)
+	cb := ca
+	cb.Privacy.HorizonEpsilon = 60
+	op, pub = newTestOperator(t, cb)
+	last := first + testSize.Milliseconds()
+	if err := runUntil(t, op, last, pub, 90*time.Second); err != nil {
+		t.Fatalf("restart with ε 40 → 60 mid-horizon: %v", err)
+	}
+
+	// Every release respects the total the horizon's first releases
+	// claimed; the recalibrated window spends on top of the earlier ones.
+	rels, _ := readReleases(t, cl, out)
+	claim := schema.Budget{Epsilon: 40, Delta: 1e-5}
+	spent := map[int64]float64{}
+	for k, r := range rels {
+		if r.Horizon.Budget != claim || over(r.Spent, claim) {
+			t.Errorf("%s: spent %+v of the horizon's %+v, want within %+v", k, r.Spent, r.Horizon.Budget, claim)
+		}
+		spent[r.WindowStart] = r.Spent.Epsilon
+		if r.WindowStart >= first && !strings.Contains(r.Note, "recalibrated after a configuration change") {
+			t.Errorf("%s: the note does not say the window was recalibrated: %q", k, r.Note)
+		}
+	}
+	if len(spent) != nWindows+2 || !(spent[last] > spent[first]) || !(spent[first] > spent[first-testSize.Milliseconds()]) {
+		t.Errorf("spent by window %v: want %d windows, growing", spent, nWindows+2)
 	}
 }
 

@@ -201,11 +201,13 @@ func TestLedgerFollowsPlan(t *testing.T) {
 	}
 }
 
-// TestReconcileConfigChange: a configuration that spends more per window,
-// taking over in the middle of a horizon, is refused (before the ledger
-// was persisted it started and the horizon's spend exceeded its total);
-// the same configuration, or one that spends the same (another namespace),
-// continues; a change at the horizon's end is accepted.
+// TestReconcileConfigChange: a configuration whose windows left cannot
+// fit in what the earlier configuration left of the horizon is refused
+// (before the ledger was persisted it started and the horizon's spend
+// exceeded its total); the same configuration, or one that spends the
+// same (another namespace), continues; a change at the horizon's end is
+// accepted; a change that fits is recalibrated (recal_test.go), also
+// between δ > 0 and δ = 0 when the earlier noise has a pure ε.
 func TestReconcileConfigChange(t *testing.T) {
 	old := testPlan(t, horizonConfig(2))
 	hs, he := old.horizonOf(testBase)
@@ -224,24 +226,22 @@ func TestReconcileConfigChange(t *testing.T) {
 		t.Errorf("same spending, other namespace: %v, %v", got, err)
 	}
 
-	more := testPlan(t, horizonConfig(2.5))
-	_, err := more.reconcile(l, from)
+	less := testPlan(t, horizonConfig(0.5))
+	_, err := less.reconcile(l, from)
 	if !errors.Is(err, ErrState) {
-		t.Fatalf("ε 2 → 2.5 after 4 of 10 windows: err = %v, want a refusal", err)
+		t.Fatalf("ε 2 → 0.5 after 4 of 10 windows: err = %v, want a refusal", err)
 	}
 	for _, want := range []string{"middle of the horizon", "windows.start"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not mention %q", err, want)
 		}
 	}
-	// Without the refusal the horizon would overspend: what the earlier
-	// configuration spent plus what the new one spends on the rest.
-	rest, _ := more.spentAt(nil, hs+5*more.size) // 6 windows of the new plan
-	if l.Spent.Epsilon+rest.Epsilon <= 2 {
-		t.Errorf("test premise: %g + %g does not exceed the total 2", l.Spent.Epsilon, rest.Epsilon)
+	// The earlier configuration alone spent more than the new total.
+	if l.Spent.Epsilon <= 0.5 {
+		t.Errorf("test premise: %g does not exceed the new total 0.5", l.Spent.Epsilon)
 	}
 
-	if got, err := more.reconcile(l, he); err != nil || got != nil {
+	if got, err := less.reconcile(l, he); err != nil || got != nil {
 		t.Errorf("change at the horizon's end: %v, %v (want a fresh horizon)", got, err)
 	}
 	// Another horizon length in the middle of the old horizon: refused.
@@ -252,9 +252,8 @@ func TestReconcileConfigChange(t *testing.T) {
 	}
 	// A change that fits: pure ε (δ = 0), the same total, other bounds
 	// (so other scales and another budget identity). One window at ε = 2
-	// of ten spent 0.2; the new plan spends 1.8 on the nine left: the
-	// horizon ends exactly at its total. (With δ > 0 the δ of the two
-	// segments add up by basic composition and no change fits.)
+	// of ten spent 0.2; the nine left are recalibrated for 1.8: the
+	// horizon ends exactly at its total.
 	pure := func(perBucket int) Config {
 		c := horizonConfig(2)
 		c.Privacy.HorizonDelta = 0
@@ -271,12 +270,19 @@ func TestReconcileConfigChange(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a change that fits: %v", err)
 	}
-	sp, _ := p2.spentAt(got, he-p2.size)
-	if sp.Epsilon > 2*(1+1e-12) || sp.Epsilon < 1.999 {
+	sp, _ := p2.at(he-p2.size).spentAt(got, he-p2.size)
+	if sp != (schema.Budget{Epsilon: 2}) {
 		t.Errorf("spent at the horizon's end after the change: %+v (base %+v), want 2", sp, l1.Spent)
 	}
-	if _, err := p2.reconcile(old.advance(l1, hs+old.size, hs+2*old.size), hs+2*old.size); !errors.Is(err, ErrState) {
-		t.Errorf("δ > 0 before, δ = 0 after: the earlier δ cannot be added again; err = %v", err)
+	// δ > 0 in between, δ = 0 after: the window calibrated for δ > 0 has
+	// discrete Laplace noise, whose pure ε composes with the rest.
+	mid := old.advance(l1, hs+old.size, hs+2*old.size)
+	got, err = p2.reconcile(mid, hs+2*old.size)
+	if err != nil {
+		t.Fatalf("δ > 0 before, δ = 0 after, discrete Laplace noise: %v", err)
+	}
+	if sp, _ := p2.at(he-p2.size).spentAt(got, he-p2.size); sp != (schema.Budget{Epsilon: 2}) {
+		t.Errorf("spent at the horizon's end after the change: %+v, want pure ε 2", sp)
 	}
 }
 

@@ -151,6 +151,49 @@ func cacheKey(a Accounting, total Budget, windows int, parts []Part) string {
 // Basic and Advanced instead give every coordinate an equal share of the
 // budget and calibrate each part on its own.
 func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Plan, error) {
+	ps, err := checkParts(total, windows, parts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ParseAccounting(string(a)); err != nil {
+		return nil, err
+	}
+	if a == "" {
+		a = Tightest
+	}
+
+	key := cacheKey(a, total, windows, parts)
+	calibCache.Lock()
+	if v, ok := calibCache.m[key]; ok {
+		calibCache.Unlock()
+		return append([]Plan(nil), v...), nil
+	}
+	calibCache.Unlock()
+
+	plans, err := calibrateParts(a, total, windows, ps)
+	if err != nil {
+		return nil, err
+	}
+	calibCache.Lock()
+	if len(calibCache.m) >= calibCacheMax {
+		clear(calibCache.m)
+	}
+	calibCache.m[key] = plans
+	calibCache.Unlock()
+	return append([]Plan(nil), plans...), nil
+}
+
+// calPart is a validated Part.
+type calPart struct {
+	Part
+	w   float64 // weight (1 if unset)
+	n   int     // compositions: windows·L0
+	win int     // windows
+}
+
+// checkParts validates a calibration request (a total budget, windows
+// releases of parts) and returns its parts as the calibration sees them.
+func checkParts(total Budget, windows int, parts []Part) ([]calPart, error) {
 	if err := total.Validate(); err != nil {
 		return nil, err
 	}
@@ -159,12 +202,6 @@ func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Pl
 	}
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("%w: no parts to calibrate", ErrInvalidParameter)
-	}
-	if _, err := ParseAccounting(string(a)); err != nil {
-		return nil, err
-	}
-	if a == "" {
-		a = Tightest
 	}
 	ps := make([]calPart, len(parts))
 	for i, p := range parts {
@@ -196,34 +233,7 @@ func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Pl
 		}
 		ps[i] = calPart{Part: p, w: w, n: int(n), win: windows}
 	}
-
-	key := cacheKey(a, total, windows, parts)
-	calibCache.Lock()
-	if v, ok := calibCache.m[key]; ok {
-		calibCache.Unlock()
-		return append([]Plan(nil), v...), nil
-	}
-	calibCache.Unlock()
-
-	plans, err := calibrateParts(a, total, windows, ps)
-	if err != nil {
-		return nil, err
-	}
-	calibCache.Lock()
-	if len(calibCache.m) >= calibCacheMax {
-		clear(calibCache.m)
-	}
-	calibCache.m[key] = plans
-	calibCache.Unlock()
-	return append([]Plan(nil), plans...), nil
-}
-
-// calPart is a validated Part.
-type calPart struct {
-	Part
-	w   float64 // weight (1 if unset)
-	n   int     // compositions: windows·L0
-	win int     // windows
+	return ps, nil
 }
 
 // calCandidate is a certified noise level κ (or explicit scales) from one
@@ -257,6 +267,11 @@ func calibrateParts(a Accounting, total Budget, windows int, ps []calPart) ([]Pl
 	if err != nil {
 		return nil, err
 	}
+	return plansOf(c, total, windows, ps), nil
+}
+
+// plansOf is the certified candidate c as one Plan per part.
+func plansOf(c calCandidate, total Budget, windows int, ps []calPart) []Plan {
 	plans := make([]Plan, len(ps))
 	for i, p := range ps {
 		plans[i] = Plan{
@@ -274,7 +289,7 @@ func calibrateParts(a Accounting, total Budget, windows int, ps []calPart) ([]Pl
 			Certified:  c.cert,
 		}
 	}
-	return plans, nil
+	return plans
 }
 
 // calTightest returns the smallest valid candidate (smallest Σ scale_i/Linf_i,
@@ -302,11 +317,22 @@ func calTightest(total Budget, ps []calPart) (calCandidate, error) {
 		// path for a handful (e.g. Laplace near its pure-ε scale).
 		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
 	}
+	calls := make([]func() (calCandidate, error), len(tries))
+	for i, f := range tries {
+		calls[i] = func() (calCandidate, error) { return f(total, ps) }
+	}
+	return calSmallest(ps, calls)
+}
+
+// calSmallest runs the accountants' calibrations tries in order and
+// returns the certified candidate with the smallest noise level (the
+// first of equals), or all their errors.
+func calSmallest(ps []calPart, tries []func() (calCandidate, error)) (calCandidate, error) {
 	var best calCandidate
 	var errs []error
 	found := false
 	for _, f := range tries {
-		c, err := f(total, ps)
+		c, err := f()
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -60,6 +60,13 @@ func calComposedPLD(ps []calPart, scales []float64, o PLDOptions) (*PLD, error) 
 
 // calibratePLD finds the smallest κ whose composed PLD certifies δ(ε) ≤ δ.
 func calibratePLD(total Budget, ps []calPart) (calCandidate, error) {
+	return calibratePLDAfter(total, nil, 0, ps)
+}
+
+// calibratePLDAfter is calibratePLD after fixed earlier releases: base is
+// their composed PLD (nil: none), convolved into every evaluation, and
+// used their share of μ² (for the first guess only).
+func calibratePLDAfter(total Budget, base *PLD, used float64, ps []calPart) (calCandidate, error) {
 	if !(total.Delta > 0) {
 		return calCandidate{}, fmt.Errorf("%w: the PLD accountant needs δ > 0; use pure accounting for δ = 0", ErrUnsupported)
 	}
@@ -76,11 +83,15 @@ func calibratePLD(total Budget, ps []calPart) (calCandidate, error) {
 		if err != nil {
 			return 0, nil, err
 		}
+		if base != nil {
+			p = compose(base, p)
+		}
 		return p.Delta(total.Epsilon), scales, nil
 	}
 	// First guess: the privacy loss of nᵢ coordinates at shift/scale tᵢ is
 	// roughly Gaussian with variance Σ nᵢ·tᵢ²·Iᵢ (Iᵢ the Fisher
-	// information), i.e. μ-GDP with μ² = that sum.
+	// information), i.e. μ-GDP with μ² = that sum; earlier releases take
+	// their share `used` of μ² (at most 99% of it, for the guess).
 	mu, err := gdpMu(total.Epsilon, total.Delta)
 	if err != nil || !(mu > 0) {
 		mu = 1
@@ -90,6 +101,9 @@ func calibratePLD(total Budget, ps []calPart) (calCandidate, error) {
 		s += float64(p.n) * pldFisher(p.Mechanism) / (p.w * p.w)
 	}
 	guess := math.Sqrt(s) / mu
+	if used > 0 {
+		guess = math.Sqrt(s / math.Max(mu*mu-used, 0.01*mu*mu))
+	}
 	_, cert, scales, err := solveNoiseLevel(eval, guess, total.Delta)
 	if err != nil {
 		return calCandidate{}, err

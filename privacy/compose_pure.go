@@ -56,17 +56,7 @@ const pureRetries = 4
 // κ = Σ(nᵢ/wᵢ)/ε (nᵢ replaced by windows·L1ᵢ/Linfᵢ for a part with an
 // L1 bound; see pureSpent); otherwise κ is found by bisection.
 func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
-	spent := func(scales []float64) (float64, error) {
-		s := 0.0
-		for i, p := range ps {
-			e, err := p.pureSpent(scales[i])
-			if err != nil {
-				return 0, err
-			}
-			s += e
-		}
-		return s * pldSumFactor(len(ps)), nil
-	}
+	spent := func(scales []float64) (float64, error) { return pureSum(ps, scales) }
 	linear := true
 	for _, p := range ps {
 		linear = linear && calLinearPure(p.Mechanism)
@@ -174,4 +164,19 @@ func (p Part) checkNorms() error {
 		}
 	}
 	return nil
+}
+
+// pureSum is the pure ε of the composition of ps at scales: every part's
+// exact ε (pureSpent: its coordinates, or its L1 bound), added up and
+// rounded up.
+func pureSum(ps []calPart, scales []float64) (float64, error) {
+	s := 0.0
+	for i, p := range ps {
+		e, err := p.pureSpent(scales[i])
+		if err != nil {
+			return 0, err
+		}
+		s += e
+	}
+	return s * pldSumFactor(len(ps)), nil
 }
