@@ -34,7 +34,10 @@ func (quantilesAgg) enable(w *windows.Config, c Config, _ int) {
 // tree's intervals need the tail of sums of its noise
 // (quantile.Tree.RankBound): exact integer noise only, also for "auto".
 func (quantilesAgg) parts(sens windows.Sensitivities) []partSpec {
-	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true,
+	// pureL0: L1/L∞ = G·D (2G·D replacing units): the tree moves by at
+	// most V per level and group (windows treeSensitivity; exact for a
+	// whole V, whose product G·D·V is exact).
+	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true, pureL0: sens.Tree.L1 / sens.Tree.Linf,
 		exactOnly: "quantiles need laplace, gaussian or auto (exact integer noise on the tree)"}}
 }
 

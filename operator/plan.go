@@ -136,6 +136,7 @@ type vectorNoise struct {
 	step       float64 // grid step (realSnapped, realLattice); 1 for integers
 	lim        float64 // values are clamped to ±lim (realSnapped, realLattice)
 	sens       windows.Sensitivity
+	coords     int     // coordinates the calibration composes per window (partSpec.coords)
 	linf       float64 // the per-coordinate shift the scale is calibrated for (value units)
 	half       float64 // half-width of the (1−β) interval of one value
 	beta       float64 // the β the half-width is for
@@ -162,10 +163,10 @@ func (n *vectorNoise) shift() float64 {
 }
 
 // calPart is n as the calibration sees it: one unit moves at most L0 of its
-// coordinates by at most the shift (in grid units for the lattice, whose
+// coordinates (n.coords: fewer where L1 binds, partSpec.pureL0) by at most the shift (in grid units for the lattice, whose
 // discrete Gaussian runs on the integers n = value/step).
 func (n *vectorNoise) calPart() privacy.Part {
-	pt := privacy.Part{Mechanism: n.mech, L0: int(math.Ceil(n.sens.L0)), Linf: n.shift()}
+	pt := privacy.Part{Mechanism: n.mech, L0: n.coords, Linf: n.shift()}
 	if n.kind == realLattice {
 		pt.Linf = privacy.LatticeSensitivity(n.sens.Linf, n.step)
 	}

@@ -24,14 +24,14 @@ import (
 func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure privacy.ErrorMeasure) ([]vectorNoise, error) {
 	totalL0 := 0
 	for _, s := range specs {
-		totalL0 += int(math.Ceil(s.sens.L0))
+		totalL0 += s.coords(parts.Delta)
 	}
 	noises := make([]vectorNoise, len(specs))
 	for i, s := range specs {
 		if !(s.sens.L0 >= 1) || !(s.sens.Linf > 0) || math.IsInf(s.sens.Linf, 0) {
 			return nil, fmt.Errorf("operator: %s.%s: sensitivity L0=%g, L∞=%g cannot be calibrated", s.agg, s.series, s.sens.L0, s.sens.Linf)
 		}
-		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1}
+		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, coords: s.coords(parts.Delta)}
 		if !s.integer {
 			n.step = privacy.SnapStep(s.sens.Linf)
 		}
