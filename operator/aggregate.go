@@ -63,6 +63,14 @@ type aggregator interface {
 	running() bool
 }
 
+// variant is implemented by an aggregate released by one of several
+// mechanisms the configuration chooses between (the quantiles: the tree or
+// the exponential mechanism): configuredAggregates uses the type variant
+// returns for c.
+type variant interface {
+	variant(c Config) aggregator
+}
+
 // aggregateTable registers every aggregate, in the order of
 // knownAggregates.
 var aggregateTable = []aggregator{
@@ -87,6 +95,9 @@ func configuredAggregates(c Config) []aggregator {
 	out := make([]aggregator, 0, len(c.Windows.Aggregates))
 	for _, name := range c.Windows.Aggregates {
 		if a := aggregateNamed(name); a != nil {
+			if v, ok := a.(variant); ok {
+				a = v.variant(c)
+			}
 			out = append(out, a)
 		}
 	}
@@ -129,6 +140,11 @@ type partSpec struct {
 	// integer shift k is at most ‖k‖₁/t), so it is exact there. With
 	// δ > 0 the accountants compose per-coordinate profiles and L0 stays.
 	pureL0 float64
+	// selection: the part is not noise but pure ε-DP selections, one per
+	// coordinate, each (L∞/scale)-DP (privacy.Selection; the quantiles'
+	// exponential mechanism): its mechanism is fixed, whatever is
+	// configured.
+	selection bool
 }
 
 // coords returns the number of coordinates the calibration composes for

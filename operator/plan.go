@@ -98,6 +98,10 @@ const (
 	// calibrated as a DiscreteGaussian part with the integer sensitivity
 	// ⌊L∞/step⌋ + 1 in grid units.
 	realLattice
+	// selectExact: not noise but a pure ε-DP selection per coordinate
+	// (privacy.Selection: the quantiles' permute-and-flip, at ε = L∞/scale
+	// each), sampled exactly by the aggregate; no interval of its own.
+	selectExact
 )
 
 // snapUnits bounds released real values to ±snapUnits grid steps
@@ -156,7 +160,7 @@ func (n *vectorNoise) float() bool {
 // neighbours, in value units: L∞ for integers, (⌊L∞/step⌋ + 1)·step for
 // real values (rounding to the grid can add up to one step).
 func (n *vectorNoise) shift() float64 {
-	if n.kind == intExact || n.kind == intRounded {
+	if n.kind == intExact || n.kind == intRounded || n.kind == selectExact {
 		return n.sens.Linf
 	}
 	return privacy.LatticeSensitivity(n.sens.Linf, n.step) * n.step
@@ -263,6 +267,15 @@ func newPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) 
 // mechanism of every part, one joint calibration, every part's interval,
 // the selection threshold, the aggregates' plans, the ledger and the note.
 func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) {
+	if c.Windows.quantileMechanism() == QuantileAuto && slices.Contains(c.Windows.Aggregates, AggQuantiles) {
+		return autoQuantilePlan(c, dec, wcfg)
+	}
+	return buildPlanWith(c, dec, wcfg)
+}
+
+// buildPlanWith is buildPlan once every choice of the configuration is
+// made (windows.quantile_mechanism is not "auto").
+func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) {
 	p, measure, err := planFrame(c, dec, wcfg)
 	if err != nil {
 		return nil, err

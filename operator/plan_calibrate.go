@@ -32,6 +32,12 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 			return nil, fmt.Errorf("operator: %s.%s: sensitivity L0=%g, L∞=%g cannot be calibrated", s.agg, s.series, s.sens.L0, s.sens.Linf)
 		}
 		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, coords: s.coords(parts.Delta)}
+		if s.selection {
+			n.mech, n.kind = privacy.Selection{}, selectExact
+			n.configured = n.mech.Name()
+			noises[i] = n
+			continue
+		}
 		if !s.integer {
 			n.step = privacy.SnapStep(s.sens.Linf)
 		}
@@ -95,6 +101,10 @@ func applyCalibration(noises []vectorNoise, specs []partSpec, plans []privacy.Pl
 		}
 		if n.kind == realSnapped || n.kind == realLattice {
 			n.lim = math.Ldexp(n.step, snapBits)
+		}
+		if n.kind == selectExact {
+			n.beta = beta // a selection has no noise interval; its aggregate states its error
+			continue
 		}
 		// A derived interval that combines k intervals (the mean's two,
 		// the variance's three) gives each β/k.
