@@ -24,12 +24,7 @@ import (
 // operator's path: the leaf counts, the bound V and the plan's scale.)
 func TestSelectPrivacyAudit(t *testing.T) {
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
-	c := statsAuditConfig(AggQuantiles)
-	c.Windows.QuantileMechanism = QuantileExponential
-	o, err := New(c, WithKey(testKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, o := exponentialOperator(t, statsAuditConfig(AggQuantiles))
 	p := o.plan
 	ap := &p.aggs[0]
 	items := baseItems(base, c.Windows.AllowedLateness)

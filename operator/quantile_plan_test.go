@@ -22,6 +22,18 @@ func quantileConfig(v int, eps, delta float64) Config {
 	return c
 }
 
+// exponentialOperator returns c with windows.quantile_mechanism
+// "exponential" and its operator (test key).
+func exponentialOperator(t *testing.T, c Config) (Config, *Operator) {
+	t.Helper()
+	c.Windows.QuantileMechanism = QuantileExponential
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, o
+}
+
 // TestTreeSensitivityL1: under pure ε the quantile tree is calibrated for
 // its L1 sensitivity G·D·V — a unit's V values move at most V counts per
 // level — not for L0·L∞ = G·Σ_ℓ min(V, B^ℓ)·V. Setting S2 of issue 20
@@ -72,12 +84,7 @@ func TestTreeSensitivityL1(t *testing.T) {
 // rank-error bound plus one leaf's count of the true rank (false failure:
 // at most β = 0.05 over the three ranks together).
 func TestQuantileExponentialRelease(t *testing.T) {
-	c := quantileConfig(5, 0.5, 0)
-	c.Windows.QuantileMechanism = QuantileExponential
-	o, err := New(c, WithKey(testKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, o := exponentialOperator(t, quantileConfig(5, 0.5, 0))
 	p := o.plan
 	ap := &p.aggs[0]
 	n := ap.noises[0]

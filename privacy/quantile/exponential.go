@@ -179,7 +179,7 @@ func (e Exponential) Select(s *rng.Stream, leaves []LeafCount, o SelectOptions) 
 	if err != nil {
 		return 0, err
 	}
-	best, k := sc.best(), o.coefficient()
+	g := newGaps(sc, o)
 	n := e.Leaves + 1
 	swapped := map[int]int{} // the lazy shuffle: position → candidate, identity when absent
 	at := func(p int) int {
@@ -188,19 +188,87 @@ func (e Exponential) Select(s *rng.Stream, leaves []LeafCount, o SelectOptions) 
 		}
 		return p
 	}
-	gamma := new(big.Rat)
 	for i := range n {
 		r := i + int(s.Uint64n(uint64(n-i)))
 		j := at(r)
 		swapped[r] = at(i)
-		gamma.Sub(sc.score(sc.below(j)), best)
-		gamma.Mul(gamma, k)
-		if s.BernoulliExp(gamma.Num(), gamma.Denom()) {
+		if s.BernoulliExp(g.num(sc.below(j)), g.den) {
 			return j, nil
 		}
 	}
 	// The best candidate has γ = 0 and is always accepted.
 	return 0, fmt.Errorf("%w: permute-and-flip accepted no candidate", ErrSelect)
+}
+
+// gaps computes every candidate's γ = ε'·(s_j − s*)/(2Δ) as an integer
+// fraction num/den without rational normalisation: with q = M/2^k
+// (a float64 is a dyadic rational), ε' = sd/t and S(c) = |c·2^k − M·N|
+// = 2^k·|c − qN|, γ = sd·(S(C(j)) − S*)/(2t·D·V) with D = max(M, 2^k − M)
+// (Δ = D·V/2^k), or sd·(S(C(j)) − S*)/(2t·V·2^k) replacing units (Δ = V).
+type gaps struct {
+	k         uint
+	mn, best  *big.Int // M·N and S*
+	sd, den   *big.Int
+	tmp, cbig *big.Int
+}
+
+// newGaps prepares the gaps of sc's candidates for o.
+func newGaps(sc *scores, o SelectOptions) *gaps {
+	m, k := dyadic(o.Rank)
+	g := &gaps{k: k, tmp: new(big.Int), cbig: new(big.Int)}
+	g.mn = new(big.Int).Mul(m, big.NewInt(sc.prefix[len(sc.prefix)-1]))
+	for _, c := range sc.prefix {
+		if s := g.scaled(c); g.best == nil || s.Cmp(g.best) < 0 {
+			g.best = new(big.Int).Set(s)
+		}
+	}
+	t, sd := rng.DyadicUp(o.Scale)
+	g.sd = new(big.Int).SetUint64(sd)
+	g.den = new(big.Int).Lsh(new(big.Int).SetUint64(t), 1) // 2t
+	g.den.Mul(g.den, big.NewInt(o.Values))
+	if o.Replace {
+		g.den.Lsh(g.den, k)
+	} else {
+		d := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), k), m) // 2^k − M
+		if m.Cmp(d) > 0 {
+			d = m
+		}
+		g.den.Mul(g.den, d)
+	}
+	return g
+}
+
+// scaled returns S(c) = |c·2^k − M·N| (in g's scratch integer).
+func (g *gaps) scaled(c int64) *big.Int {
+	g.cbig.SetInt64(c)
+	g.cbig.Lsh(g.cbig, g.k)
+	g.cbig.Sub(g.cbig, g.mn)
+	return g.cbig.Abs(g.cbig)
+}
+
+// num returns γ's numerator sd·(S(c) − S*) for the prefix count c (in
+// g's scratch integer).
+func (g *gaps) num(c int64) *big.Int {
+	g.tmp.Sub(g.scaled(c), g.best)
+	return g.tmp.Mul(g.tmp, g.sd)
+}
+
+// dyadic returns M and k with q = M/2^k exactly (q ≥ 0 finite).
+func dyadic(q float64) (*big.Int, uint) {
+	if q == 0 {
+		return new(big.Int), 0
+	}
+	fr, e := math.Frexp(q) // q = fr·2^e, fr ∈ [1/2, 1)
+	m := uint64(fr * (1 << 53))
+	k := 53 - e
+	for m&1 == 0 && k > 0 {
+		m >>= 1
+		k--
+	}
+	if k < 0 { // q ≥ 2: not a rank (check refuses it)
+		return new(big.Int).Lsh(new(big.Int).SetUint64(m), uint(-k)), 0
+	}
+	return new(big.Int).SetUint64(m), uint(k)
 }
 
 // RankError returns t with P(s_r − s* > t) ≤ β for the selected edge r:
