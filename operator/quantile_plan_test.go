@@ -94,6 +94,9 @@ func TestQuantileExponentialRelease(t *testing.T) {
 	if !strings.Contains(p.note, "permute-and-flip") {
 		t.Errorf("note %q does not describe the selection", p.note)
 	}
+	if s := o.Sizing().Aggregates[0].Series[0]; s.Mechanism != "exponential" || s.HalfWidth != nil {
+		t.Errorf("plan sizing: %+v, want the exponential selection without a half-width", s)
+	}
 	// 3000 values, 1..3000 / 30 in [0, 100], in their leaves.
 	counts := map[uint32]int64{}
 	const nv = 3000
