@@ -30,11 +30,24 @@ func (quantilesAgg) enable(w *windows.Config, c Config, _ int) {
 	w.TreeBranching, w.TreeDepth = c.Windows.quantileTree()
 }
 
+// variant returns the quantiles' type for windows.quantile_mechanism:
+// the tree (quantilesAgg) or the exponential mechanism
+// (quantileSelectAgg); "auto" is resolved by buildPlan, which plans both.
+func (a quantilesAgg) variant(c Config) aggregator {
+	if c.Windows.quantileMechanism() == QuantileExponential {
+		return quantileSelectAgg{ranks: len(c.Windows.quantileRanks())}
+	}
+	return a
+}
+
 // parts: every node below the root of every group's tree, one vector. The
 // tree's intervals need the tail of sums of its noise
 // (quantile.Tree.RankBound): exact integer noise only, also for "auto".
 func (quantilesAgg) parts(sens windows.Sensitivities) []partSpec {
-	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true,
+	// pureL0: L1/L∞ = G·D (2G·D replacing units): the tree moves by at
+	// most V per level and group (windows treeSensitivity; exact for a
+	// whole V, whose product G·D·V is exact).
+	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true, pureL0: sens.Tree.L1 / sens.Tree.Linf,
 		exactOnly: "quantiles need laplace, gaussian or auto (exact integer noise on the tree)"}}
 }
 
@@ -50,6 +63,13 @@ type quantilePlan struct {
 	labels []string
 	tree   quantile.Tree
 	rankH  float64
+	// The exponential mechanism's (quantileSelectAgg.complete): the
+	// candidates, the bound behind each selection's sensitivity and the
+	// stated rank error of every rank.
+	selector   quantile.Exponential
+	selValues  int64
+	selReplace bool
+	selError   []float64
 }
 
 // complete plans the quantiles: their ranks and labels, the tree, and the

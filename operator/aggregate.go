@@ -23,6 +23,8 @@ package operator
 // with its requirements in Config.Validate).
 
 import (
+	"math"
+
 	"github.com/dpstream/dpstream/privacy/rng"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
@@ -61,6 +63,14 @@ type aggregator interface {
 	running() bool
 }
 
+// variant is implemented by an aggregate released by one of several
+// mechanisms the configuration chooses between (the quantiles: the tree or
+// the exponential mechanism): configuredAggregates uses the type variant
+// returns for c.
+type variant interface {
+	variant(c Config) aggregator
+}
+
 // aggregateTable registers every aggregate, in the order of
 // knownAggregates.
 var aggregateTable = []aggregator{
@@ -85,6 +95,9 @@ func configuredAggregates(c Config) []aggregator {
 	out := make([]aggregator, 0, len(c.Windows.Aggregates))
 	for _, name := range c.Windows.Aggregates {
 		if a := aggregateNamed(name); a != nil {
+			if v, ok := a.(variant); ok {
+				a = v.variant(c)
+			}
 			out = append(out, a)
 		}
 	}
@@ -118,6 +131,29 @@ type partSpec struct {
 	// exactOnly, when not empty, refuses a configured mechanism that is
 	// not exact integer noise, with this reason.
 	exactOnly string
+	// pureL0, when set, is the number of coordinates the calibration
+	// composes under pure ε (a budget with δ = 0) in place of L0: L1/L∞,
+	// for a vector whose moves are bounded in L1 more tightly than by
+	// L0·L∞ (the quantile tree: one shift of at most L∞ per level and
+	// group). Pure ε of exact integer noise depends on the moves only
+	// through L1 (the privacy loss of discrete Laplace noise under an
+	// integer shift k is at most ‖k‖₁/t), so it is exact there. With
+	// δ > 0 the accountants compose per-coordinate profiles and L0 stays.
+	pureL0 float64
+	// selection: the part is not noise but pure ε-DP selections, one per
+	// coordinate, each (L∞/scale)-DP (privacy.Selection; the quantiles'
+	// exponential mechanism): its mechanism is fixed, whatever is
+	// configured.
+	selection bool
+}
+
+// coords returns the number of coordinates the calibration composes for
+// one window of s under a budget with the given δ (see pureL0).
+func (s partSpec) coords(delta float64) int {
+	if s.pureL0 > 0 && delta == 0 {
+		return int(math.Ceil(s.pureL0))
+	}
+	return int(math.Ceil(s.sens.L0))
 }
 
 // aggBase gives an aggregate the defaults: no values read, nothing to

@@ -201,6 +201,35 @@ type WindowsConfig struct {
 	// leaves). Deeper trees resolve finer but add noise on more levels.
 	QuantileBranching int `mapstructure:"quantile_branching"`
 	QuantileDepth     int `mapstructure:"quantile_depth"`
+	// QuantileMechanism chooses how the quantiles are released:
+	// QuantileTree ("tree", the default when empty: a noised quantile
+	// tree, every rank from one tree, value intervals), QuantileExponential
+	// ("exponential": permute-and-flip over the leaf edges, ε split evenly
+	// over the ranks; rank-error bounds, value interval [lower, upper]) or
+	// QuantileAuto ("auto": the one whose stated rank-error bound, the
+	// largest over the ranks, is smaller for this configuration).
+	QuantileMechanism string `mapstructure:"quantile_mechanism"`
+}
+
+// The values of windows.quantile_mechanism.
+const (
+	// QuantileTree releases quantiles from a noised quantile tree.
+	QuantileTree = "tree"
+	// QuantileExponential releases each quantile by permute-and-flip (an
+	// exponential-mechanism selection) over the leaf histogram.
+	QuantileExponential = "exponential"
+	// QuantileAuto picks QuantileTree or QuantileExponential by their
+	// stated rank-error bounds.
+	QuantileAuto = "auto"
+)
+
+// quantileMechanism returns windows.quantile_mechanism, QuantileTree when
+// unset.
+func (w WindowsConfig) quantileMechanism() string {
+	if w.QuantileMechanism == "" {
+		return QuantileTree
+	}
+	return w.QuantileMechanism
 }
 
 // startMillis returns windows.start in Unix ms, and false when unset or

@@ -62,6 +62,9 @@ type quantileShape struct {
 	Ranks     []float64 `json:"ranks"`
 	Branching int       `json:"branching"`
 	Depth     int       `json:"depth"`
+	// Mechanism is windows.quantile_mechanism, omitted for the tree (the
+	// default: digests without it are unchanged).
+	Mechanism string `json:"mechanism,omitempty"`
 }
 
 // ReleaseDigest returns the hex SHA-256 digest of everything in c that
@@ -103,6 +106,9 @@ func ReleaseDigest(c Config) (string, error) {
 	if slices.Contains(c.Windows.Aggregates, AggQuantiles) {
 		b, d := c.Windows.quantileTree()
 		s.Quantiles = &quantileShape{Ranks: c.Windows.quantileRanks(), Branching: b, Depth: d}
+		if m := c.Windows.quantileMechanism(); m != QuantileTree {
+			s.Quantiles.Mechanism = m
+		}
 	}
 	// encoding/json writes struct fields in declaration order and map keys
 	// sorted, so the encoding is canonical for a given releaseShape.

@@ -97,7 +97,7 @@ func spentRuns(segs []segmentSpend) ([]privacy.Spent, error) {
 	for _, s := range segs {
 		r := privacy.Spent{Windows: s.Windows}
 		for _, pt := range s.Parts {
-			m, err := privacy.Parse(pt.Mechanism)
+			m, err := ledgerMechanism(pt.Mechanism)
 			if err != nil {
 				return nil, fmt.Errorf("%w: the ledger's earlier segment: %w", ErrState, err)
 			}
@@ -107,6 +107,16 @@ func spentRuns(segs []segmentSpend) ([]privacy.Spent, error) {
 		runs = append(runs, r)
 	}
 	return runs, nil
+}
+
+// ledgerMechanism is the mechanism a spendPart names: a privacy.Parse
+// name, or the quantiles' exponential selection (privacy.Selection, which
+// is not a noise a configuration can name).
+func ledgerMechanism(name string) (privacy.Mechanism, error) {
+	if sel := (privacy.Selection{}); name == sel.Name() {
+		return sel, nil
+	}
+	return privacy.Parse(name)
 }
 
 // selectionOf sums group selection's (ε shift, δ) over segs.

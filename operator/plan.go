@@ -99,6 +99,10 @@ const (
 	// calibrated as a DiscreteGaussian part with the integer sensitivity
 	// ⌊L∞/step⌋ + 1 in grid units.
 	realLattice
+	// selectExact: not noise but a pure ε-DP selection per coordinate
+	// (privacy.Selection: the quantiles' permute-and-flip, at ε = L∞/scale
+	// each), sampled exactly by the aggregate; no interval of its own.
+	selectExact
 )
 
 // snapUnits bounds released real values to ±snapUnits grid steps
@@ -137,6 +141,7 @@ type vectorNoise struct {
 	step       float64 // grid step (realSnapped, realLattice); 1 for integers
 	lim        float64 // values are clamped to ±lim (realSnapped, realLattice)
 	sens       windows.Sensitivity
+	coords     int     // coordinates the calibration composes per window (partSpec.coords)
 	linf       float64 // the per-coordinate shift the scale is calibrated for (value units)
 	half       float64 // half-width of the (1−β) interval of one value
 	beta       float64 // the β the half-width is for
@@ -156,17 +161,17 @@ func (n *vectorNoise) float() bool {
 // neighbours, in value units: L∞ for integers, (⌊L∞/step⌋ + 1)·step for
 // real values (rounding to the grid can add up to one step).
 func (n *vectorNoise) shift() float64 {
-	if n.kind == intExact || n.kind == intRounded {
+	if n.kind == intExact || n.kind == intRounded || n.kind == selectExact {
 		return n.sens.Linf
 	}
 	return privacy.LatticeSensitivity(n.sens.Linf, n.step) * n.step
 }
 
 // calPart is n as the calibration sees it: one unit moves at most L0 of its
-// coordinates by at most the shift (in grid units for the lattice, whose
+// coordinates (n.coords: fewer where L1 binds, partSpec.pureL0) by at most the shift (in grid units for the lattice, whose
 // discrete Gaussian runs on the integers n = value/step).
 func (n *vectorNoise) calPart() privacy.Part {
-	pt := privacy.Part{Mechanism: n.mech, L0: int(math.Ceil(n.sens.L0)), Linf: n.shift()}
+	pt := privacy.Part{Mechanism: n.mech, L0: n.coords, Linf: n.shift()}
 	if n.kind == realLattice {
 		pt.Linf = privacy.LatticeSensitivity(n.sens.Linf, n.step)
 	}
@@ -305,6 +310,15 @@ func newPlan(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, error) 
 // r's horizon after the spending it carries (plan.recalibrate), with the
 // mechanisms the configuration's own plan has.
 func buildPlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec) (*plan, error) {
+	if c.Windows.quantileMechanism() == QuantileAuto && slices.Contains(c.Windows.Aggregates, AggQuantiles) {
+		return autoQuantilePlan(c, dec, wcfg, r)
+	}
+	return buildPlanWith(c, dec, wcfg, r)
+}
+
+// buildPlanWith is buildPlan once every choice of the configuration is
+// made (windows.quantile_mechanism is not "auto").
+func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec) (*plan, error) {
 	p, measure, err := planFrame(c, dec, wcfg)
 	if err != nil {
 		return nil, err

@@ -24,14 +24,20 @@ import (
 func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure privacy.ErrorMeasure) ([]vectorNoise, error) {
 	totalL0 := 0
 	for _, s := range specs {
-		totalL0 += int(math.Ceil(s.sens.L0))
+		totalL0 += s.coords(parts.Delta)
 	}
 	noises := make([]vectorNoise, len(specs))
 	for i, s := range specs {
 		if !(s.sens.L0 >= 1) || !(s.sens.Linf > 0) || math.IsInf(s.sens.Linf, 0) {
 			return nil, fmt.Errorf("operator: %s.%s: sensitivity L0=%g, L∞=%g cannot be calibrated", s.agg, s.series, s.sens.L0, s.sens.Linf)
 		}
-		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1}
+		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, coords: s.coords(parts.Delta)}
+		if s.selection {
+			n.mech, n.kind = privacy.Selection{}, selectExact
+			n.configured = n.mech.Name()
+			noises[i] = n
+			continue
+		}
 		if !s.integer {
 			n.step = privacy.SnapStep(s.sens.Linf)
 		}
@@ -95,6 +101,10 @@ func applyCalibration(noises []vectorNoise, specs []partSpec, plans []privacy.Pl
 		}
 		if n.kind == realSnapped || n.kind == realLattice {
 			n.lim = math.Ldexp(n.step, snapBits)
+		}
+		if n.kind == selectExact {
+			n.beta = beta // a selection has no noise interval; its aggregate states its error
+			continue
 		}
 		// A derived interval that combines k intervals (the mean's two,
 		// the variance's three) gives each β/k.

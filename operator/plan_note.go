@@ -51,6 +51,9 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		}
 		step := int(math.Round(math.Log2(n.step)))
 		switch {
+		case n.kind == selectExact:
+			fmt.Fprintf(&b, " selection (exact), %d selections each ε=%.6g", n.coords, n.sens.Linf/n.scale)
+			continue
 		case n.kind == intExact:
 			b.WriteString(" integer noise")
 		case n.kind == intRounded:

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -265,5 +267,34 @@ func TestRecalibrateRefused(t *testing.T) {
 	}
 	if _, err := pe.reconcile(publishWindows(pu, nil, hs, from), from); !errors.Is(err, ErrState) {
 		t.Errorf("user-level → event-level mid-horizon: err = %v, want a refusal", err)
+	}
+}
+
+// TestRecalibrateAfterExponentialQuantiles: a segment whose quantiles
+// were selected by the exponential mechanism is logged under the
+// selection's name, and a successor composes it (privacy.Selection) rather
+// than refusing the ledger it cannot parse (found when the two branches
+// met: privacy.Parse does not know "exponential").
+func TestRecalibrateAfterExponentialQuantiles(t *testing.T) {
+	withQuantiles := func(eps float64) Config {
+		c := horizonConfig(eps)
+		c.Windows.Aggregates = append(c.Windows.Aggregates, AggQuantiles)
+		c.Windows.Quantiles = []float64{0.5}
+		c.Windows.QuantileMechanism = QuantileExponential
+		return c
+	}
+	old := testPlan(t, withQuantiles(2))
+	hs, _ := old.horizonOf(testBase)
+	from := hs + 4*old.size
+	l := publishWindows(old, nil, hs, from)
+	if l.Log == nil || !slices.ContainsFunc(l.Log.Current.Parts, func(p spendPart) bool { return p.Mechanism == (privacy.Selection{}).Name() }) {
+		t.Fatalf("test premise: the segment logs no selection part: %+v", l.Log)
+	}
+	more := testPlan(t, withQuantiles(2.5))
+	if _, err := more.reconcile(l, from); err != nil {
+		t.Fatalf("ε 2 → 2.5 after 4 of 10 windows with exponential quantiles: %v", err)
+	}
+	if q := more.at(from); q == more || q.compose != 6 {
+		t.Fatalf("no recalibrated plan for the 6 windows left (windows %d)", q.compose)
 	}
 }

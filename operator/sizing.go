@@ -212,7 +212,10 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 		for j := range ap.noises {
 			n := &ap.noises[j]
 			ss := SeriesSizing{Series: n.series, Mechanism: n.mech.Name(), Auto: n.auto, Scale: n.scale,
-				Level: 1 - n.beta, HalfWidth: ptr(n.half), Sensitivity: p.seriesSensitivity(n)}
+				Level: 1 - n.beta, Sensitivity: p.seriesSensitivity(n)}
+			if n.kind != selectExact { // a selection adds no noise: no half-width
+				ss.HalfWidth = ptr(n.half)
+			}
 			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
 				ss.Expected = ptr(e.expected)
 				if e.expected != 0 {

@@ -231,6 +231,11 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 				windows.MaxTreeBranching, windows.MaxTreeDepth, windows.MaxTreeLeaves, b, d)
 		}
 	}
+	switch w.QuantileMechanism {
+	case "", QuantileTree, QuantileExponential, QuantileAuto:
+	default:
+		p.addf("windows.quantile_mechanism: %q: want %s, %s or %s", w.QuantileMechanism, QuantileTree, QuantileExponential, QuantileAuto)
+	}
 	switch {
 	case w.MaxSkew < 0:
 		p.addf("windows.max_skew: must not be negative (0: off)")

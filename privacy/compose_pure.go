@@ -15,7 +15,7 @@ type calPureLoss interface {
 // and shift linf, rounded up, or an error for mechanisms without pure ε.
 func calPureEpsilon(m Mechanism, scale, linf float64) (float64, error) {
 	switch s := m.(type) {
-	case Laplace, Logistic, DiscreteLaplace:
+	case Laplace, Logistic, DiscreteLaplace, Selection:
 		// sup of the privacy loss: Δ/s (Laplace, logistic: §3.3 of the
 		// log-concave paper; discrete Laplace: |k−Δ|−|k| ≤ Δ).
 		return math.Nextafter(linf/scale, math.Inf(1)), nil
@@ -38,7 +38,7 @@ func calPureEpsilon(m Mechanism, scale, linf float64) (float64, error) {
 // calLinearPure reports whether the pure ε of m is exactly Linf/scale.
 func calLinearPure(m Mechanism) bool {
 	switch v := m.(type) {
-	case Laplace, Logistic, DiscreteLaplace:
+	case Laplace, Logistic, DiscreteLaplace, Selection:
 		return true
 	case Subbotin:
 		return v.R == 1

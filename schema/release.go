@@ -50,7 +50,11 @@ const (
 	SeriesQuantiles = "quantiles"
 	// SeriesRankError bounds, per quantile, how far the true rank (in
 	// values) of any value in the quantile's interval can be from rank·N
-	// when the interval holds (derived).
+	// when the interval holds (derived). With the exponential mechanism
+	// (mechanism "exponential" on the quantiles series, whose intervals
+	// are the whole value range) it bounds how far the released value's
+	// rank is from rank·N beyond the leaf resolution (the distance from
+	// rank·N to the nearest leaf edge's rank), at the series' level.
 	SeriesRankError = "rank_error"
 )
 

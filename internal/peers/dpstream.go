@@ -72,8 +72,9 @@ var dpstreamAggregates = []string{operator.AggCount, operator.AggUnits, operator
 	operator.AggVariance, operator.AggHistogram, operator.AggQuantiles}
 
 // dpstreamConfig is the operator configuration of aggregate agg at
-// setting s, reading input and writing releases under name.
-func dpstreamConfig(s Setting, agg string, brokers []string, input, name string) operator.Config {
+// setting s with windows.quantile_mechanism quantiles, reading input and
+// writing releases under name.
+func dpstreamConfig(s Setting, agg, quantiles string, brokers []string, input, name string) operator.Config {
 	c := operator.Default()
 	c.Kafka = demo.InProcessKafka(brokers, input, name+"-out", name, "peers")
 	c.Schema = schema.Config{
@@ -89,6 +90,7 @@ func dpstreamConfig(s Setting, agg string, brokers []string, input, name string)
 	c.Windows.MaxOpenWindows = 0 // the harness bounds the open windows (pipelineDepth)
 	c.Windows.Aggregates = []string{agg}
 	c.Windows.Quantiles = Ranks
+	c.Windows.QuantileMechanism = quantiles
 	// QuantileBranching and QuantileDepth stay at their defaults (16 and 4,
 	// those of Google's BoundedQuantiles).
 	c.Bounds = operator.BoundsConfig{MaxGroups: 1, MaxBuckets: s.Cells(), MaxPerBucket: s.Bound, MaxValues: s.Bound}
@@ -170,7 +172,8 @@ func trimInput(ctx context.Context, cl *kgo.Client, topic string, offset int64) 
 // (one operator per aggregate, all reading one input topic on one fake
 // broker) and returns the release of each window, in window order, per
 // aggregate.
-func runDpstream(ctx context.Context, d *Data, aggs []string, reps int, seed uint64, logw io.Writer) (map[string][]schema.Release, error) {
+func runDpstream(ctx context.Context, d *Data, run dpRun, reps int, seed uint64, logw io.Writer) (map[string][]schema.Release, error) {
+	aggs := run.aggregates
 	ctx, cancel := context.WithTimeout(ctx, runTimeout)
 	defer cancel()
 	prefix := fmt.Sprintf("peers-%s-%d", d.Setting.Name, seed)
@@ -192,7 +195,7 @@ func runDpstream(ctx context.Context, d *Data, aggs []string, reps int, seed uin
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, agg := range aggs {
 		name := prefix + "-" + agg
-		if err := h.start(runCtx, agg, dpstreamConfig(d.Setting, agg, cl.ListenAddrs(), input, name), runKey(seed, name), logger); err != nil {
+		if err := h.start(runCtx, agg, dpstreamConfig(d.Setting, agg, run.quantiles, cl.ListenAddrs(), input, name), runKey(seed, name), logger); err != nil {
 			return nil, err
 		}
 	}

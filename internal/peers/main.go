@@ -85,6 +85,8 @@ func main() {
 		dpReps   = flag.Int("reps", 0, "dpstream repetitions per setting (0: the defaults)")
 		gReps    = flag.Int("google-reps", 0, "Google repetitions per setting (0: the defaults)")
 		table    = flag.String("table", "", "print the table of an earlier -json output FILE and exit")
+		aggs     = flag.String("aggregates", strings.Join(dpstreamAggregates, ","), "dpstream aggregates to measure, comma-separated (the table keeps their rows only)")
+		qmech    = flag.String("quantile-mechanism", "auto", "dpstream's windows.quantile_mechanism: tree, exponential or auto")
 	)
 	flag.Parse()
 	if *table != "" {
@@ -97,7 +99,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	res, err := run(ctx, options{settings: strings.Split(*settings, ","), seed: *seed, short: *short,
-		dataDir: *dataDir, dpReps: *dpReps, googleReps: *gReps}, os.Stderr)
+		dataDir: *dataDir, dpReps: *dpReps, googleReps: *gReps,
+		dp: dpRun{aggregates: strings.Split(*aggs, ","), quantiles: *qmech}}, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -122,6 +125,15 @@ type options struct {
 	short              bool
 	dataDir            string
 	dpReps, googleReps int
+	dp                 dpRun
+}
+
+// dpRun is what dpstream runs: its aggregates (a subset of
+// dpstreamAggregates; the table keeps their rows only) and
+// windows.quantile_mechanism.
+type dpRun struct {
+	aggregates []string
+	quantiles  string
 }
 
 // reps returns the repetitions of a setting: the flag, else the default,
@@ -155,7 +167,7 @@ func run(ctx context.Context, o options, logw io.Writer) (*Result, error) {
 				return nil, err
 			}
 		}
-		sr, err := measure(ctx, d, o.reps(o.dpReps, defaultDpstreamReps, s.Name),
+		sr, err := measure(ctx, d, o.dp, o.reps(o.dpReps, defaultDpstreamReps, s.Name),
 			o.reps(o.googleReps, defaultGoogleReps, s.Name), o.seed, logw)
 		if err != nil {
 			return nil, err
@@ -186,18 +198,23 @@ func writeData(d *Data, dir string) error {
 
 // measure runs dpstream (dpReps windows) and Google (gReps runs per noise)
 // on d.
-func measure(ctx context.Context, d *Data, dpReps, gReps int, seed uint64, logw io.Writer) (*SettingResult, error) {
+func measure(ctx context.Context, d *Data, run dpRun, dpReps, gReps int, seed uint64, logw io.Writer) (*SettingResult, error) {
 	s := d.Setting
 	t0 := time.Now()
-	rels, err := runDpstream(ctx, d, dpstreamAggregates, dpReps, seed, logw)
+	for _, a := range run.aggregates {
+		if !slices.Contains(dpstreamAggregates, a) {
+			return nil, fmt.Errorf("%w: unknown aggregate %q", ErrDpstream, a)
+		}
+	}
+	rels, err := runDpstream(ctx, d, run, dpReps, seed, logw)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(logw, "peers: %s: dpstream %d windows of %d events × %d aggregates in %v\n",
-		s.Name, dpReps, len(d.Events), len(dpstreamAggregates), time.Since(t0).Round(time.Millisecond))
+		s.Name, dpReps, len(d.Events), len(run.aggregates), time.Since(t0).Round(time.Millisecond))
 	dp := map[string][]float64{}
 	noises := map[string]Noise{}
-	for _, agg := range dpstreamAggregates {
+	for _, agg := range run.aggregates {
 		for _, r := range rels[agg] {
 			e, nz, err := dpstreamErrors(&r, &d.Truth)
 			if err != nil {
@@ -233,6 +250,9 @@ func measure(ctx context.Context, d *Data, dpReps, gReps int, seed uint64, logw 
 	sr := &SettingResult{Setting: s, Events: len(d.Events)}
 	for _, row := range Rows() {
 		if len(dp[row]) == 0 {
+			if len(run.aggregates) < len(dpstreamAggregates) {
+				continue // an aggregate not measured
+			}
 			return nil, fmt.Errorf("%w: no %s errors", ErrDpstream, row)
 		}
 		nz := noises[row]

@@ -178,7 +178,7 @@ func TestDpstreamCount(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 100
-	rels, err := runDpstream(context.Background(), d, []string{"count"}, n, 1, io.Discard)
+	rels, err := runDpstream(context.Background(), d, dpRun{aggregates: []string{"count"}}, n, 1, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

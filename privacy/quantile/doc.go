@@ -1,5 +1,6 @@
 // Package quantile turns a noised hierarchical histogram (a quantile tree)
-// into quantiles with confidence intervals: dpstream's quantiles
+// into quantiles with confidence intervals, or selects quantiles from the
+// exact leaf histogram by permute-and-flip: dpstream's quantiles
 // aggregate.
 //
 // The tree (Tree) covers [Lower, Upper] with Branching^Depth leaves of
@@ -10,6 +11,11 @@
 // estimates, and union-bound intervals (RankBound, Intervals) that hold for
 // every rank at once with probability at least 1 − β, with the rank error
 // of any value in them bounded by RankError.
+//
+// Exponential is the alternative: every rank is one permute-and-flip
+// selection (the exponential mechanism's ε-DP improvement) among the leaf
+// edges, from the exact leaf counts, sampled exactly from the release's
+// keyed stream; its rank error has a stated tail bound (RankError).
 //
 // The package is pure computation (no file, clock or network; privacy's
 // TestPurity checks the imports).

@@ -246,3 +246,15 @@ func (st *Stream) RoundedLaplace(t, s uint64) int64 {
 		return k
 	}
 }
+
+// BernoulliExp returns a Bernoulli(exp(−n/d)) bit for integers n ≥ 0 and
+// d > 0, exactly (Algorithm 1 of Canonne et al. on the integer and the
+// fractional part of n/d; only uniform integers, no floating point). It
+// panics for n < 0 or d ≤ 0.
+func (st *Stream) BernoulliExp(n, d *big.Int) bool {
+	if n.Sign() < 0 || d.Sign() <= 0 {
+		panic("rng: BernoulliExp needs n ≥ 0 and d > 0")
+	}
+	q, r := new(big.Int).QuoRem(n, d, new(big.Int))
+	return st.bernExpBig(q, r, d)
+}

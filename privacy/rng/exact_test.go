@@ -54,6 +54,9 @@ func TestBernExp(t *testing.T) {
 	check("big e^-1.5", freq(func() bool { return s.bernExpBig(q, r, d) }), math.Exp(-1.5))
 	third := newBig(t, "422550200076076467165567735125") // ⌊2^100/3⌋
 	check("big 1/3", freq(func() bool { return s.bernBig(third, d) }), 1.0/3)
+	// The exported form: γ = n/d = 2^101/2^100·... = 2.5 with big n and d.
+	n5 := new(big.Int).Add(new(big.Int).Lsh(d, 1), r) // 2.5·2^100
+	check("BernoulliExp 2.5", freq(func() bool { return s.BernoulliExp(n5, d) }), math.Exp(-2.5))
 }
 
 func newBig(t *testing.T, s string) *big.Int {

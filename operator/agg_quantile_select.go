@@ -1,0 +1,125 @@
+package operator
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dpstream/dpstream/privacy/quantile"
+	"github.com/dpstream/dpstream/privacy/rng"
+	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/windows"
+)
+
+// quantileSelectAgg is the quantiles aggregate with
+// windows.quantile_mechanism "exponential": every rank of every group is
+// one permute-and-flip selection among the edges of the group's exact leaf
+// histogram (quantile.Exponential), each pure ε-DP at ε = 1/scale. A unit
+// touches at most G groups (2G replacing units), so a window makes
+// ranks·G (ranks·2G) selections that one unit can influence: the part
+// has L0 = that number and L∞ = 1 (one selection's ε per unit of 1/scale)
+// and is calibrated with the other parts as privacy.Selection (pure ε adds
+// up; the PLD accountant composes randomized response at ε). Its state is
+// the leaf histogram of the tree (windows' Group.Leaves): mergeable, exact
+// in stage 2 of scale-out. The draws come from the release's keyed stream
+// in rank order, so a replay selects the same edges.
+type quantileSelectAgg struct {
+	aggBase
+	ranks int // the number of ranks released (windows.quantiles)
+}
+
+func (quantileSelectAgg) name() string      { return AggQuantiles }
+func (quantileSelectAgg) kind() schema.Kind { return schema.KindQuantiles }
+func (quantileSelectAgg) valued() bool      { return true }
+
+func (quantileSelectAgg) enable(w *windows.Config, c Config, n int) {
+	quantilesAgg{}.enable(w, c, n) // the same leaf histogram
+}
+
+// selectionSeries names the selections' part in notes and logs.
+const selectionSeries = "selection"
+
+// parts: one selection per rank and group a unit can touch (Units.L0 is
+// G, or 2G replacing units).
+func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
+	k := float64(a.ranks) * sens.Units.L0
+	return []partSpec{{series: selectionSeries, integer: true, selection: true,
+		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}}
+}
+
+// complete plans the selections: the ranks and labels, the candidates
+// (the leaf edges of the tree's shape), the bound V behind the score's
+// sensitivity (windows' Sensitivities: max_values, 1 at event level;
+// replacing units with a max_units cap), and every rank's stated rank
+// error at level 1 − β/ranks, so that the ranks' bounds hold together.
+func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
+	if len(ap.noises) != 1 {
+		return fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
+	}
+	b, d := c.Windows.quantileTree()
+	leaves := windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves()
+	ap.selector = quantile.Exponential{Leaves: leaves, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
+	ap.selValues, ap.selReplace = int64(c.Bounds.MaxValues), c.Bounds.MaxUnits > 0
+	if c.Schema.UnitField == "" {
+		ap.selValues, ap.selReplace = 1, false
+	}
+	ap.ranks = slices.Clone(c.Windows.quantileRanks())
+	ap.labels, ap.selError = nil, nil
+	for _, r := range ap.ranks {
+		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))
+		e, err := ap.selector.RankError(ap.selectOptions(r), beta/float64(len(ap.ranks)))
+		if err != nil {
+			return fmt.Errorf("%w: quantiles: %w", ErrConfig, err)
+		}
+		ap.selError = append(ap.selError, e)
+	}
+	return nil
+}
+
+// selectOptions is rank r's selection with the plan's scale and bounds.
+func (ap *aggPlan) selectOptions(r float64) quantile.SelectOptions {
+	return quantile.SelectOptions{Rank: r, Scale: ap.noises[0].scale, Values: ap.selValues, Replace: ap.selReplace}
+}
+
+// note is the accounting note's sentence on the selections.
+func (quantileSelectAgg) note(ap *aggPlan) string {
+	errs := make([]string, len(ap.selError))
+	for i, e := range ap.selError {
+		errs[i] = strconv.FormatFloat(math.Ceil(e), 'g', -1, 64)
+	}
+	return fmt.Sprintf("; quantiles %s by permute-and-flip (exponential mechanism, exact) over the %d leaf edges of [%g, %g], ε=%.6g per rank and group; "+
+		"with level %g for all ranks together, each released edge's rank is within %s of rank·N beyond the nearest edge's (the leaf resolution); value intervals are [%g, %g]",
+		strings.Join(ap.labels, ", "), ap.selector.Leaves+1, ap.selector.Lower, ap.selector.Upper, 1/ap.noises[0].scale,
+		1-ap.noises[0].beta, strings.Join(errs, ", "), ap.selector.Lower, ap.selector.Upper)
+}
+
+// release selects every rank's edge for g from its leaf histogram, drawing
+// from s in rank order; the quantiles' intervals are the whole range and
+// the rank_error series states each rank's bound (see complete).
+func (quantileSelectAgg) release(_ *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
+	n := &ap.noises[0]
+	leaves := make([]quantile.LeafCount, len(g.Leaves))
+	for i, l := range g.Leaves {
+		leaves[i] = quantile.LeafCount{Leaf: l.Leaf, Count: l.Count}
+	}
+	level := 1 - n.beta
+	qs := schema.Series{
+		Name: schema.SeriesQuantiles, Mechanism: n.mech.Name(), Scale: n.scale, Level: level,
+		Sensitivity: schema.Sensitivity{L0: int64(math.Ceil(n.sens.L0)), L1: n.sens.L1, L2: n.sens.L2, LInf: n.sens.Linf},
+		Labels:      ap.labels,
+	}
+	re := schema.Series{Name: schema.SeriesRankError, Mechanism: schema.DerivedMechanism, Level: level, Labels: ap.labels}
+	for k, r := range ap.ranks {
+		j, err := ap.selector.Select(s, leaves, ap.selectOptions(r))
+		if err != nil {
+			return nil, fmt.Errorf("operator: quantiles: %w", err)
+		}
+		qs.Floats = append(qs.Floats, ap.selector.Edge(j))
+		qs.Lo, qs.Hi = append(qs.Lo, ap.selector.Lower), append(qs.Hi, ap.selector.Upper)
+		e := ap.selError[k]
+		re.Floats, re.Lo, re.Hi = append(re.Floats, e), append(re.Lo, e), append(re.Hi, e)
+	}
+	return []schema.Series{qs, re}, nil
+}

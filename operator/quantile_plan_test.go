@@ -1,0 +1,179 @@
+package operator
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dpstream/dpstream/windows"
+)
+
+// quantileConfig is one window of quantiles alone, one group (public),
+// values in [0, 100], at most v values per unit, at the budget (ε, δ).
+func quantileConfig(v int, eps, delta float64) Config {
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	c.Windows.Aggregates = []string{AggQuantiles}
+	c.Schema.Histogram = nil
+	c.Schema.Lower, c.Schema.Upper = 0, 100
+	c.Bounds = BoundsConfig{MaxGroups: 1, MaxBuckets: 1, MaxPerBucket: v, MaxValues: v}
+	c.Privacy.Epsilon, c.Privacy.Delta = eps, delta
+	c.Privacy.PublicGroups = [][]string{{"east"}}
+	return c
+}
+
+// exponentialOperator returns c with windows.quantile_mechanism
+// "exponential" and its operator (test key).
+func exponentialOperator(t *testing.T, c Config) (Config, *Operator) {
+	t.Helper()
+	c.Windows.QuantileMechanism = QuantileExponential
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, o
+}
+
+// TestTreeSensitivityL1: under pure ε the quantile tree is calibrated for
+// its L1 sensitivity G·D·V — a unit's V values move at most V counts per
+// level — not for L0·L∞ = G·Σ_ℓ min(V, B^ℓ)·V. Setting S2 of issue 20
+// (V = 5, ε = 0.5, δ = 0, the default 16-ary tree of depth 4): discrete
+// Laplace at scale D·V/ε = 4·5/0.5 = 40 (the old plan: 20·5/0.5 = 200,
+// so this fails on the code before the fix); replacing units (MaxUnits)
+// doubles it. With δ > 0 the composition counts every node a unit can move
+// (L0), as before.
+func TestTreeSensitivityL1(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		v          int
+		eps, delta float64
+		maxUnits   int
+		want       float64 // the pure-ε scale, L1/ε
+	}{
+		{"S2", 5, 0.5, 0, 0, 40},
+		{"S2 replace", 5, 0.5, 0, 100, 80},
+		{"V=1", 1, 1, 0, 0, 4},
+		{"δ>0 keeps L0", 5, 0.5, 1e-6, 0, 0},
+	} {
+		c := quantileConfig(tc.v, tc.eps, tc.delta)
+		c.Bounds.MaxUnits = tc.maxUnits
+		c.Privacy.Mechanism = "laplace"
+		o, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		n := o.plan.aggs[0].noises[0]
+		if tc.want == 0 {
+			if want := int(math.Ceil(n.sens.L0)); n.coords != want {
+				t.Errorf("%s: %d coordinates, want L0 = %d", tc.name, n.coords, want)
+			}
+			continue
+		}
+		if n.scale < tc.want || n.scale > tc.want*(1+1e-9) {
+			t.Errorf("%s: scale %v, want %v (L1 %v / ε %v; L0 %v)", tc.name, n.scale, tc.want, n.sens.L1, tc.eps, n.sens.L0)
+		}
+	}
+}
+
+// TestQuantileExponentialRelease: with windows.quantile_mechanism
+// "exponential" the plan calibrates one pure-ε selection per rank and
+// group (privacy.Selection, L0 = ranks·G), the release carries the
+// selected leaf edges (valid releases: EncodeRelease checks them), the
+// whole range as intervals and the stated rank errors, a replay is
+// byte-identical, and on a dense group every rank's edge is within its
+// rank-error bound plus one leaf's count of the true rank (false failure:
+// at most β = 0.05 over the three ranks together).
+func TestQuantileExponentialRelease(t *testing.T) {
+	_, o := exponentialOperator(t, quantileConfig(5, 0.5, 0))
+	p := o.plan
+	ap := &p.aggs[0]
+	n := ap.noises[0]
+	if n.mech.Name() != "exponential" || n.coords != 3 || n.scale < 6 || n.scale > 6*(1+1e-9) {
+		t.Fatalf("selection part %s: %d selections at scale %v, want exponential, 3 at 3/0.5 = 6", n.mech.Name(), n.coords, n.scale)
+	}
+	if !strings.Contains(p.note, "permute-and-flip") {
+		t.Errorf("note %q does not describe the selection", p.note)
+	}
+	if s := o.Sizing().Aggregates[0].Series[0]; s.Mechanism != "exponential" || s.HalfWidth != nil {
+		t.Errorf("plan sizing: %+v, want the exponential selection without a half-width", s)
+	}
+	// 3000 values, 1..3000 / 30 in [0, 100], in their leaves.
+	counts := map[uint32]int64{}
+	const nv = 3000
+	for i := 1; i <= nv; i++ {
+		counts[windows.LeafOf(float64(i)/30, 0, 100, 1<<16)]++
+	}
+	g := p.emptyGroup(p.publicGroups[0])
+	for l, k := range counts {
+		g.Leaves = append(g.Leaves, windows.LeafCount{Leaf: l, Count: k})
+	}
+	slices.SortFunc(g.Leaves, func(a, b windows.LeafCount) int { return int(a.Leaf) - int(b.Leaf) })
+	w := &windows.Window{Start: 0, End: p.size, Groups: []windows.Group{g}}
+	out, _, _, err := p.releaseWindow(w, testKey(), "ns", "i", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, _, err := p.releaseWindow(w, testKey(), "ns", "i", nil)
+	if err != nil || len(again) != len(out) || string(again[0].value) != string(out[0].value) {
+		t.Fatalf("replay differs (%v)", err)
+	}
+	qs, re := out[0].rel.Series[0], out[0].rel.Series[1]
+	for k, r := range ap.ranks {
+		v := qs.Floats[k]
+		if qs.Lo[k] != 0 || qs.Hi[k] != 100 {
+			t.Errorf("rank %g: interval [%g, %g], want the range", r, qs.Lo[k], qs.Hi[k])
+		}
+		rank := math.Floor(v * 30) // values below v (1/30 apart)
+		if d := math.Abs(rank - r*nv); d > re.Floats[k]+2 {
+			t.Errorf("rank %g: value %g has rank %g, %g from %g beyond the bound %g", r, v, rank, d, r*nv, re.Floats[k])
+		}
+	}
+}
+
+// TestQuantileAuto: "auto" keeps the mechanism with the smaller stated
+// rank-error bound: the exponential mechanism for the default three ranks
+// at setting S1 of issue 20 (V = 1, ε = 1, δ = 1e-6: 90 against the
+// tree's 1003), the tree for 99 percentiles (ε/99 per selection), and
+// the chosen plan is the same as configuring that mechanism (the scales
+// agree). The release digest names "auto" (different noise streams than
+// either fixed choice), and the tree's digest is unchanged by the setting.
+func TestQuantileAuto(t *testing.T) {
+	percentiles := make([]float64, 99)
+	for i := range percentiles {
+		percentiles[i] = float64(i+1) / 100
+	}
+	for _, tc := range []struct {
+		ranks []float64
+		want  string
+	}{{nil, QuantileExponential}, {percentiles, QuantileTree}} {
+		c := quantileConfig(1, 1, 1e-6)
+		c.Windows.Quantiles = tc.ranks
+		c.Windows.QuantileMechanism = QuantileAuto
+		o, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Windows.QuantileMechanism = tc.want
+		fixed, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, want := o.plan.aggs[0].noises[0], fixed.plan.aggs[0].noises[0]
+		if got.mech.Name() != want.mech.Name() || got.scale != want.scale || !strings.Contains(o.plan.note, "chosen by auto") {
+			t.Errorf("%d ranks: auto planned %s at %v, want %s at %v (note %q)", len(tc.ranks), got.mech.Name(), got.scale, want.mech.Name(), want.scale, o.plan.note)
+		}
+	}
+	c := quantileConfig(1, 1, 1e-6)
+	d0, _ := ReleaseDigest(c)
+	c.Windows.QuantileMechanism = QuantileTree
+	d1, _ := ReleaseDigest(c)
+	c.Windows.QuantileMechanism = QuantileAuto
+	d2, _ := ReleaseDigest(c)
+	if d0 != d1 || d0 == d2 {
+		t.Errorf("digests: unset %s, tree %s, auto %s", d0[:8], d1[:8], d2[:8])
+	}
+	c.Windows.QuantileMechanism = "median"
+	if _, err := New(c, WithKey(testKey())); err == nil {
+		t.Error("an unknown quantile mechanism was accepted")
+	}
+}
