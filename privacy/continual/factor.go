@@ -166,6 +166,38 @@ func (f *Factorization) WindowRounding(t int) float64 { return roundingBound(f.c
 // total through window t beyond its noise: 2^−OutputBits·½·Σ_{k≤t}|d_k|.
 func (f *Factorization) RunningRounding(t int) float64 { return roundingBound(f.d[:f.clip(t)+1]) }
 
+// rangeWeights returns the coefficients of the noise of the sum of the
+// released values of windows a…t in units of z_j/K (j = 0…t): d_{t−j}
+// minus d_{a−1−j} for j < a (the running total through t less the one
+// through a − 1).
+func (f *Factorization) rangeWeights(a, t int) []float64 {
+	t = f.clip(t)
+	a = max(0, min(a, t))
+	w := make([]float64, t+1)
+	for j := range w {
+		w[j] = f.d[t-j]
+		if j < a {
+			w[j] -= f.d[a-1-j]
+		}
+	}
+	return w
+}
+
+// RangeHalfWidth returns a valid (1−β) half-width of the sum of the
+// released values of windows a…t (a running total that started at window
+// a), as HalfWidths does for a = 0: the noise is a weighted sum of the
+// z_j/K (rangeWeights) plus a rounding of at most 2^−OutputBits·½ times
+// the weights' absolute sum.
+func (f *Factorization) RangeHalfWidth(sigma, variance float64, a, t int, beta float64) (float64, error) {
+	w := f.rangeWeights(a, t)
+	factor := norm2(w)
+	h, err := SumHalfWidth([]Term{{Mechanism: discreteGaussianName, Scale: sigma * factor, Variance: variance * factor * factor, N: 1}}, beta)
+	if err != nil {
+		return 0, err
+	}
+	return math.Nextafter(h+roundingBound(w), math.Inf(1)), nil
+}
+
 // WorstRunningFactor returns max_t RunningFactor(t) and
 // max_t WindowFactor(t) over the horizon.
 func (f *Factorization) WorstRunningFactor() (running, window float64) {

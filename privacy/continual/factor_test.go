@@ -305,3 +305,40 @@ func TestFactorizationCoverage(t *testing.T) {
 		t.Errorf("coverage below 95%%: %d, %d misses of %d", missW, missR, trials)
 	}
 }
+
+// TestRangeHalfWidth: the half-width of windows 0…t equals HalfWidths'
+// running one (same weights), and for a later start a it is the exact
+// norm of d_{t−j} − d_{a−1−j} (checked against exactWeights to 1e-9
+// relative) with the rounding bound of those weights.
+func TestRangeHalfWidth(t *testing.T) {
+	f := newFact(t, 32)
+	_, run, err := f.HalfWidths(2, 3.9, 20, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h0, err := f.RangeHalfWidth(2, 3.9, 0, 20, 0.05)
+	if err != nil || h0 != run {
+		t.Fatalf("range from 0: %v (%v), running %v", h0, err, run)
+	}
+	_, d := exactWeights(f)
+	const a, T = 7, 20
+	s2, s1 := 0.0, 0.0
+	for j := 0; j <= T; j++ {
+		w := new(big.Rat).Set(d[T-j])
+		if j < a {
+			w.Sub(w, d[a-1-j])
+		}
+		v, _ := w.Float64()
+		s2 += v * v
+		s1 += math.Abs(v)
+	}
+	want, err := SumHalfWidth([]Term{{Mechanism: discreteGaussianName, Scale: 2 * math.Sqrt(s2), Variance: 3.9 * s2, N: 1}}, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want += math.Ldexp(s1, -OutputBits-1)
+	got, err := f.RangeHalfWidth(2, 3.9, a, T, 0.05)
+	if err != nil || math.Abs(got/want-1) > 1e-5 || got < want {
+		t.Fatalf("range %d…%d: %v (%v), want %v", a, T, got, err, want)
+	}
+}
