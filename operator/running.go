@@ -2,7 +2,10 @@ package operator
 
 // running.go releases running totals (windows.running): every count and
 // sum release also carries the cumulative total of its group since the
-// horizon started, as a "running" series.
+// horizon started, as a "running" series. At event level with a horizon
+// budget the per-window values come from the square-root factorization
+// instead (running_factor.go); the running total is still the sum of the
+// released values.
 //
 // Why no extra noise and no extra budget. dpstream's neighbouring relation
 // lets one privacy unit contribute to every window of the horizon (within

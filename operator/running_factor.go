@@ -359,3 +359,45 @@ func factNote(c Config) string {
 		"(one discrete Gaussian mechanism calibrated with the window's other parts; per-window values and totals are its post-processing, "+
 		"on a grid of 2^-%d), interval by a valid bound on the weighted noise", joinAnd(slices.Clip(aggs)), nw, continual.OutputBits)
 }
+
+// RunningSizing is how a count's or sum's running totals are released
+// (windows.running), in `dpstream plan`.
+type RunningSizing struct {
+	// Mechanism is "square-root factorization" or "sum of window releases".
+	Mechanism string `json:"mechanism"`
+	// Why says why the factorization does not run ("": it does).
+	Why string `json:"why_not_factorization,omitempty"`
+	// WindowRMSE is the largest root mean squared error of one window's
+	// released value over the horizon; WorstRMSE the largest of a running
+	// total (at the horizon's end; 0 without a horizon: the totals never
+	// restart) and WorstHalfWidth its interval's half-width.
+	WindowRMSE     float64 `json:"window_rmse"`
+	WorstRMSE      float64 `json:"worst_running_rmse"`
+	WorstHalfWidth float64 `json:"worst_running_half_width"`
+}
+
+// runningSizing is the running totals' line of n's series in the plan.
+func (p *plan) runningSizing(c Config, n *vectorNoise) *RunningSizing {
+	if n.fact != nil {
+		f := n.fact.f
+		run, win := f.WorstRunningFactor()
+		sd := math.Sqrt(n.fact.variance)
+		_, h, err := f.HalfWidths(n.scale, n.fact.variance, f.Windows()-1, n.beta)
+		if err != nil {
+			h = math.NaN()
+		}
+		return &RunningSizing{Mechanism: string(continual.Sqrt), WindowRMSE: sd * win, WorstRMSE: sd * run, WorstHalfWidth: h}
+	}
+	_, why := c.runningFactorization()
+	t := n.noiseTerm()
+	rs := &RunningSizing{Mechanism: "sum of window releases", Why: why, WindowRMSE: math.Sqrt(t.Variance)}
+	if p.horizon != 0 {
+		rs.WorstRMSE = math.Sqrt(t.Variance * float64(p.windows))
+		tot := &runningTotal{Windows: int64(p.windows), Slack: n.roundSlack() * float64(p.windows), Noise: []runningNoise{t}}
+		tot.Noise[0].N = int64(p.windows)
+		if s, err := runningSeries(tot, n.beta, false, n.half); err == nil {
+			rs.WorstHalfWidth = s.Hi[0] - s.Value(0)
+		}
+	}
+	return rs
+}

@@ -107,7 +107,7 @@ func TestFactorizationWhen(t *testing.T) {
 // discrete Gaussian PLD calibration costs a little more). The plan's
 // calibration is certified again independently (recheck: the ledger's
 // expanded parts through privacy.AccountantFor). Deterministic. Before
-// the factorization the running error was √T·σ₁ (8.45, 16.9, 33.8).
+// the factorization the running error was √T·σ₁ (16.9, 33.8, 67.6).
 func TestFactorizationWorstCaseInPlan(t *testing.T) {
 	cal, err := privacy.Gaussian{}.Calibrate(1, 1e-6, 1)
 	if err != nil {
@@ -393,5 +393,38 @@ func TestFactorizationStartedMidHorizon(t *testing.T) {
 	t.Logf("coverage %.4f (from window 5, half-width %.2f), %.4f (window 5 skipped, mean half-width %.2f) of %d", cf, want, cg, wGap/float64(trials), trials)
 	if cf < lo || cg < lo || !(wGap/float64(trials) > want) {
 		t.Errorf("coverage %.4f, %.4f; half-widths %.2f, %.2f", cf, cg, want, wGap/float64(trials))
+	}
+}
+
+// TestFactorizationSizing: the plan (dpstream plan --json) names the
+// factorization, its worst-case running RMSE (below the summing one, √T
+// times a window's alone, by 1.8× at T = 16 with count and sum) and the
+// per-window RMSE (above a window's alone); with running_mechanism sum it
+// names the sum and why not the factorization.
+func TestFactorizationSizing(t *testing.T) {
+	c := factConfig(16, "gaussian")
+	s, err := NewSizing(c, Sizes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Windows.RunningMechanism = RunningSum
+	sum, err := NewSizing(c, Sizes{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range s.Aggregates {
+		f, p := a.Series[0].Running, sum.Aggregates[i].Series[0].Running
+		if f == nil || p == nil {
+			t.Fatalf("%s: no running sizing", a.Aggregate)
+		}
+		t.Logf("%s: factorization %+v; sum %+v", a.Aggregate, *f, *p)
+		if f.Mechanism != "square-root factorization" || a.Series[0].Mechanism != factMechanism || f.Why != "" ||
+			!(f.WorstRMSE*1.8 < p.WorstRMSE) || !(f.WindowRMSE > p.WindowRMSE) || !(f.WorstHalfWidth > f.WorstRMSE) {
+			t.Errorf("%s: factorization %+v", a.Aggregate, *f)
+		}
+		if p.Mechanism != "sum of window releases" || !strings.Contains(p.Why, "running_mechanism is sum") ||
+			math.Abs(p.WorstRMSE/p.WindowRMSE-4) > 1e-9 {
+			t.Errorf("%s: sum %+v", a.Aggregate, *p)
+		}
 	}
 }

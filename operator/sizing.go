@@ -104,6 +104,9 @@ type SeriesSizing struct {
 	// CoversRange: the interval at the expected values is the whole
 	// possible range (the mean's [lower, upper]): the value says nothing.
 	CoversRange bool `json:"covers_range"`
+	// Running is how the series' running totals are released (null:
+	// no windows.running, or not a count or sum).
+	Running *RunningSizing `json:"running,omitempty"`
 }
 
 // SelectionSizing is private group selection: a group is released in a
@@ -208,6 +211,12 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 			n := &ap.noises[j]
 			ss := SeriesSizing{Series: n.series, Mechanism: n.mech.Name(), Auto: n.auto, Scale: n.scale,
 				Level: 1 - n.beta, HalfWidth: ptr(n.half)}
+			if ap.agg.running() && c.Windows.Running {
+				ss.Running = p.runningSizing(c, n)
+			}
+			if n.fact != nil {
+				ss.Mechanism = factMechanism
+			}
 			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
 				ss.Expected = ptr(e.expected)
 				if e.expected != 0 {

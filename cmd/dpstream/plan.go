@@ -109,6 +109,7 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeRunning(out, s)
 	if sel := s.Selection; sel != nil {
 		fmt.Fprintf(out, "\ngroup selection: a group is released in a window only if its units + noise ≥ %s (%s, scale %s)\n",
 			g(sel.Threshold), sel.Mechanism, g(sel.Scale))
@@ -159,4 +160,24 @@ func opt(v *float64, unit string) string {
 		return pct(*v)
 	}
 	return g(*v)
+}
+
+// writeRunning prints how the running totals are released, per series.
+func writeRunning(out io.Writer, s *operator.Sizing) {
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			rs := r.Running
+			if rs == nil {
+				continue
+			}
+			fmt.Fprintf(out, "\nrunning totals of %s: %s; RMSE of a window's value %s", a.Aggregate, rs.Mechanism, g(rs.WindowRMSE))
+			if rs.WorstRMSE > 0 {
+				fmt.Fprintf(out, ", of a running total at most %s (half-width ±%s at the horizon's end)", g(rs.WorstRMSE), g(rs.WorstHalfWidth))
+			}
+			fmt.Fprintln(out)
+			if rs.Why != "" {
+				fmt.Fprintf(out, "  not the square-root factorization: %s\n", rs.Why)
+			}
+		}
+	}
 }
