@@ -79,6 +79,14 @@ const factorBits = 20
 // adds one step to the shift).
 const factLatticeBits = 10
 
+// factAutoMaxWindows is the most windows per horizon for which "auto"
+// chooses the factorization: the plan composes one discrete Gaussian PLD
+// per window, about 25 s at 1440 windows on a loaded 2-core machine, and
+// the last windows' releases decode in O(T²) (about 30 ms per group and
+// aggregate at T = 1440). "factorization" goes up to
+// continual.MaxFactorWindows.
+const factAutoMaxWindows = 1440
+
 // factMechanism names the noise of a factorized release in its series.
 const factMechanism = "factorized-discrete-gaussian"
 
@@ -110,6 +118,9 @@ func (c Config) runningFactorization() (bool, string) {
 		return false, "private group selection can withhold a group from a window, which the factorization cannot skip (list privacy.public_groups)"
 	case nw < 2 || nw > continual.MaxFactorWindows:
 		return false, fmt.Sprintf("the factorization needs 2 to %d windows per horizon, got %d", continual.MaxFactorWindows, nw)
+	case nw > factAutoMaxWindows && c.Windows.RunningMechanism != RunningFactorization:
+		return false, fmt.Sprintf("auto uses the factorization up to %d windows per horizon (its calibration composes one PLD per window: "+
+			"about 25 s at 1440; set windows.running_mechanism: factorization to use it with %d)", factAutoMaxWindows, nw)
 	}
 	for _, a := range configuredAggregates(c) {
 		if !a.running() {
