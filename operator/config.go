@@ -191,6 +191,17 @@ type WindowsConfig struct {
 	// every horizon (privacy.horizon); with a per-window budget they run
 	// from the first window released with running on.
 	Running bool `mapstructure:"running"`
+	// RunningMechanism is how running totals are released: "sum" (sums of
+	// the per-window releases, each window noised on its own), or
+	// "factorization" (the square-root matrix factorization over the
+	// horizon's windows: a smaller worst-case error of the totals — 1.9×
+	// at 16 windows, 5.6× at 256 — for 1.6–2.1× the noise on each window's
+	// own value; only with event-level privacy, a horizon budget, δ > 0,
+	// Gaussian noise for count and sum, and no private group selection; see
+	// operator/running_factor.go). "auto": the factorization where it
+	// applies, else sums. Empty means "sum" (the default, which keeps the
+	// releases of existing deployments unchanged).
+	RunningMechanism string `mapstructure:"running_mechanism"`
 	// Quantiles are the ranks in [0, 1] the quantiles aggregate releases,
 	// strictly increasing (default DefaultQuantiles: 0.5, 0.9, 0.99). All
 	// come from one noised quantile tree per group and window.

@@ -52,6 +52,12 @@ type releaseShape struct {
 	PublicGroups   [][]string        `json:"public_groups"`
 	Confidence     float64           `json:"confidence"`
 	Running        bool              `json:"running,omitempty"` // omitted when off: digests without it are unchanged
+	// RunningMechanism is "factorization" when running totals are
+	// released by the factorization (omitted otherwise: digests without it
+	// are unchanged). It changes every noise stream of such a
+	// configuration, so that per-window noise and factorized noise never
+	// share draws.
+	RunningMechanism string `json:"running_mechanism,omitempty"`
 	// Quantiles holds the ranks and the tree shape, only with the quantiles
 	// aggregate (omitted otherwise: digests without it are unchanged).
 	Quantiles *quantileShape `json:"quantiles,omitempty"`
@@ -103,6 +109,9 @@ func ReleaseDigest(c Config) (string, error) {
 		Confidence:     c.Privacy.Confidence,
 	}
 	s.Running = c.Windows.Running
+	if ok, _ := c.runningFactorization(); ok {
+		s.RunningMechanism = RunningFactorization
+	}
 	if slices.Contains(c.Windows.Aggregates, AggQuantiles) {
 		b, d := c.Windows.quantileTree()
 		s.Quantiles = &quantileShape{Ranks: c.Windows.quantileRanks(), Branching: b, Depth: d}

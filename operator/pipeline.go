@@ -133,8 +133,12 @@ func (p *plan) releaseWindowAt(w *windows.Window, key rng.Key, namespace, instan
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}
-			s := rng.NewStream(key, noiseID(p.streamDigest(), k))
-			if r.Series, err = p.series(ap, g, s); err != nil {
+			if len(ap.noises) > 0 && ap.noises[0].fact != nil {
+				r.Series, err = p.factRelease(&ap, g, w.Start, key, namespace)
+			} else {
+				r.Series, err = p.series(ap, g, rng.NewStream(key, noiseID(p.streamDigest(), k)))
+			}
+			if err != nil {
 				return nil, 0, 0, fmt.Errorf("operator: %s: %w", ap.name, err)
 			}
 			b, err := schema.EncodeRelease(&r)

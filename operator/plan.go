@@ -149,6 +149,9 @@ type vectorNoise struct {
 	// exact noise): float64 noise rounded to the grid, intRounded and
 	// realSnapped with logistic or subbotin:R.
 	res privacy.FloatResidual
+	// fact is the factorization of a running aggregate's noise
+	// (running_factor.go); nil: plain per-window noise.
+	fact *factNoise
 }
 
 // float reports whether n's noise is float64 noise rounded to a grid (and
@@ -328,9 +331,23 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 	if err != nil {
 		return nil, err
 	}
+	fact, err := useFactorization(c, specs)
+	if err != nil {
+		return nil, err
+	}
 	noises, err := p.resolveNoises(specs, parts, measure)
 	if err != nil {
 		return nil, err
+	}
+	for i := range noises {
+		if a := aggregateNamed(specs[i].agg); fact != nil && a != nil && a.running() {
+			noises[i].fact = &factNoise{f: fact}
+			if noises[i].kind == realLattice {
+				// A coarser lattice keeps σ_z = K·σ within the sampler's
+				// 2^40 (see factLatticeBits).
+				noises[i].step = math.Ldexp(noises[i].step, factLatticeBits)
+			}
+		}
 	}
 	plans, ideal, terms, err := calibrateNoises(p.accounting, parts, p.compose, noises)
 	if err != nil {
@@ -385,7 +402,11 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 	for i := range p.aggs {
 		p.note += p.aggs[i].agg.note(&p.aggs[i])
 	}
-	p.note += runningNote(c)
+	if fact != nil {
+		p.note += factNote(c)
+	} else {
+		p.note += runningNote(c)
+	}
 	return p, nil
 }
 

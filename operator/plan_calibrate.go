@@ -85,11 +85,26 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 // parts as the calibration saw them, for the ledger.
 func applyCalibration(noises []vectorNoise, specs []partSpec, plans []privacy.Plan, beta float64) ([]float64, []privacy.Part, error) {
 	check := rng.NewStream(rng.Key{}, "dpstream/plan-check/v1") // parameter check only, never published
-	scales := make([]float64, len(plans))
-	pparts := make([]privacy.Part, len(plans))
+	var scales []float64
+	var pparts []privacy.Part
 	for i := range noises {
 		n := &noises[i]
-		scales[i], pparts[i] = plans[i].Scale, n.calPart()
+		for _, pt := range n.calParts() {
+			scales, pparts = append(scales, plans[i].Scale), append(pparts, pt)
+		}
+		// A derived interval that combines k intervals (the mean's two,
+		// the variance's three) gives each β/k.
+		n.beta = beta
+		if k := specs[i].intervals; k > 1 {
+			n.beta = beta / float64(k)
+		}
+		if n.fact != nil {
+			n.linf = n.shift()
+			if err := n.setFact(plans[i].Scale); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		n.scale = plans[i].Scale
 		n.linf = n.shift()
 		if n.kind == realLattice {
@@ -105,12 +120,6 @@ func applyCalibration(noises []vectorNoise, specs []partSpec, plans []privacy.Pl
 		if n.kind == selectExact {
 			n.beta = beta // a selection has no noise interval; its aggregate states its error
 			continue
-		}
-		// A derived interval that combines k intervals (the mean's two,
-		// the variance's three) gives each β/k.
-		n.beta = beta
-		if k := specs[i].intervals; k > 1 {
-			n.beta = beta / float64(k)
 		}
 		if err := n.setHalf(); err != nil {
 			return nil, nil, err
@@ -217,14 +226,12 @@ func calibrateNoises(acct privacy.Accounting, parts privacy.Budget, nw int, nois
 	}
 	ideal := parts
 	for iter := 0; ; iter++ {
-		pparts := make([]privacy.Part, len(noises))
-		for i := range noises {
-			pparts[i] = noises[i].calPart()
-		}
+		pparts, owner := expandParts(noises)
 		plans, err := privacy.CalibrateParts(acct, ideal, nw, pparts)
 		if err != nil {
 			return nil, privacy.Budget{}, nil, fmt.Errorf("operator: calibrating %d parts over %d window(s) with %s accounting: %w", len(pparts), nw, acct, err)
 		}
+		plans = collapsePlans(plans, owner, len(noises))
 		if len(floats) == 0 {
 			return plans, ideal, nil, nil
 		}

@@ -2,7 +2,10 @@ package operator
 
 // running.go releases running totals (windows.running): every count and
 // sum release also carries the cumulative total of its group since the
-// horizon started, as a "running" series.
+// horizon started, as a "running" series. At event level with a horizon
+// budget the per-window values come from the square-root factorization
+// instead (running_factor.go); the running total is still the sum of the
+// released values.
 //
 // Why no extra noise and no extra budget. dpstream's neighbouring relation
 // lets one privacy unit contribute to every window of the horizon (within
@@ -81,6 +84,16 @@ type runningTotal struct {
 	Windows int64 `json:"n"`
 	// Slack bounds the rounding of the summed values (see plan.roundSlack).
 	Slack float64 `json:"r,omitempty"`
+	// Fact is the number of summed windows released by the factorization
+	// (running_factor.go); their noise is not in Noise but bounded by
+	// FactScale (the sum of their noises' subgaussian scales) and
+	// FactSlack (the sum of their rounding bounds).
+	Fact      int64   `json:"fn,omitempty"`
+	FactScale float64 `json:"fs,omitempty"`
+	FactSlack float64 `json:"fr,omitempty"`
+	// FactFrom is 1 + the horizon index of the first factorized window
+	// summed (0: none).
+	FactFrom int64 `json:"ff,omitempty"`
 	// Noise lists the noises summed, by mechanism and scale.
 	Noise []runningNoise `json:"z"`
 }
@@ -146,6 +159,15 @@ func checkRunning(p *problems, c Config) {
 	}
 	if !slices.ContainsFunc(configuredAggregates(c), aggregator.running) {
 		p.addf("windows.running: needs %s in windows.aggregates (running totals are of those)", runningAggregates())
+	}
+	switch c.Windows.RunningMechanism {
+	case "", RunningAuto, RunningSum:
+	case RunningFactorization:
+		if ok, why := c.runningFactorization(); !ok {
+			p.addf("windows.running_mechanism: factorization: %s", why)
+		}
+	default:
+		p.addf("windows.running_mechanism: %q is not one of auto, sum, factorization", c.Windows.RunningMechanism)
 	}
 }
 
@@ -223,6 +245,24 @@ func (p *plan) addRunning(out []outMsg, run *runningRecord, w *windows.Window) (
 		}
 		t.Value += r.Series[0].Value(0)
 		t.Windows++
+		if n.fact != nil {
+			_, idx := p.windowIndex(w.Start)
+			if t.Fact == 0 {
+				t.FactFrom = int64(idx) + 1
+			}
+			t.Fact++
+			last := n.fact.f.Windows() - 1
+			t.FactScale += n.scale * n.fact.f.WindowFactor(last)
+			t.FactSlack += n.fact.f.WindowRounding(last)
+			s, err := factRunningSeries(n, t, idx)
+			if err != nil {
+				return nil, nil, fmt.Errorf("operator: running %s: %w", r.Aggregate, err)
+			}
+			if out[i].value, err = encodeWithRunning(r, s); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		t.Slack += n.roundSlack()
 		term := n.noiseTerm()
 		if k := slices.IndexFunc(t.Noise, func(z runningNoise) bool {
@@ -236,14 +276,21 @@ func (p *plan) addRunning(out []outMsg, run *runningRecord, w *windows.Window) (
 		if err != nil {
 			return nil, nil, fmt.Errorf("operator: running %s: %w", r.Aggregate, err)
 		}
-		r.Series = append(r.Series, s)
-		b, err := schema.EncodeRelease(r)
-		if err != nil {
-			return nil, nil, fmt.Errorf("operator: encoding release %s with its running total: %w", r.Aggregate, err)
+		if out[i].value, err = encodeWithRunning(r, s); err != nil {
+			return nil, nil, err
 		}
-		out[i].value = b
 	}
 	return out, next, nil
+}
+
+// encodeWithRunning appends the running series s to r and encodes it.
+func encodeWithRunning(r *schema.Release, s schema.Series) ([]byte, error) {
+	r.Series = append(r.Series, s)
+	b, err := schema.EncodeRelease(r)
+	if err != nil {
+		return nil, fmt.Errorf("operator: encoding release %s with its running total: %w", r.Aggregate, err)
+	}
+	return b, nil
 }
 
 // runningAggregates names the aggregates that carry running totals
@@ -286,9 +333,17 @@ func runningSeries(t *runningTotal, beta float64, integer bool, half float64) (s
 	if err != nil {
 		return schema.Series{}, err
 	}
+	if t.Fact > 0 { // factorized windows too (a configuration changed within the horizon)
+		if h, err = mixedHalf(t, beta); err != nil {
+			return schema.Series{}, err
+		}
+		integer, half = false, math.Nextafter(h, math.Inf(1))
+	}
 	s := schema.Series{Name: schema.SeriesRunning, Mechanism: schema.DerivedMechanism, Level: 1 - beta, Windows: t.Windows}
 	one := t.Windows == 1 && len(t.Noise) == 1 && t.Noise[0].N == 1
 	switch {
+	case t.Fact > 0:
+		// half is mixedHalf's, rounding included.
 	case one:
 		// half is the window's own half-width, rounding included.
 	case integer:

@@ -108,6 +108,9 @@ type SeriesSizing struct {
 	// Sensitivity of a noised series and the bounds that bind its L1 and
 	// L2 (null for a derived series).
 	Sensitivity *SeriesSensitivity `json:"sensitivity,omitempty"`
+	// Running is how the series' running totals are released (null:
+	// no windows.running, or not a count or sum).
+	Running *RunningSizing `json:"running,omitempty"`
 }
 
 // SelectionSizing is private group selection: a group is released in a
@@ -215,6 +218,12 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 				Level: 1 - n.beta, Sensitivity: p.seriesSensitivity(n)}
 			if n.kind != selectExact { // a selection adds no noise: no half-width
 				ss.HalfWidth = ptr(n.half)
+			}
+			if ap.agg.running() && c.Windows.Running {
+				ss.Running = p.runningSizing(c, n)
+			}
+			if n.fact != nil {
+				ss.Mechanism = factMechanism
 			}
 			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
 				ss.Expected = ptr(e.expected)

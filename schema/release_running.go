@@ -27,15 +27,15 @@ func withRunning(r *Release, want []string) []string {
 }
 
 // validateRunning reports running series problems through bad: Windows is
-// at least 1 on a running series (and integer-valued for counts) and 0 on
-// every other series.
+// at least 1 on a running series (and integer-valued for counts released
+// as integers) and 0 on every other series.
 func (r *Release) validateRunning(bad func(format string, args ...any)) {
 	for i := range r.Series {
 		s := &r.Series[i]
 		switch {
 		case s.Name == SeriesRunning && s.Windows < 1:
 			bad("series %q: windows must be at least 1", s.Name)
-		case s.Name == SeriesRunning && r.Kind == KindCount && s.Ints == nil:
+		case s.Name == SeriesRunning && r.Kind == KindCount && s.Ints == nil && r.Series[0].Ints != nil:
 			bad("series %q of a count release must be integer-valued", s.Name)
 		case s.Name != SeriesRunning && s.Windows != 0:
 			bad("series %q: only a running series has windows", s.Name)

@@ -46,7 +46,9 @@ func TestRunningReleaseGolden(t *testing.T) {
 }
 
 // TestRunningSeriesValidation: a running series only ends a count or sum
-// release, has windows ≥ 1, and no other series has windows.
+// release, has windows ≥ 1, and no other series has windows; the running
+// series of an integer count is integer-valued, that of a real-valued
+// count (event-level running totals by the factorization) real-valued.
 func TestRunningSeriesValidation(t *testing.T) {
 	for name, mut := range map[string]func(r *Release){
 		"no windows":          func(r *Release) { r.Series[1].Windows = 0 },
@@ -67,5 +69,11 @@ func TestRunningSeriesValidation(t *testing.T) {
 	}
 	if err := runningRelease().Validate(); err != nil {
 		t.Error(err)
+	}
+	r := runningRelease()
+	r.Series[0].Mechanism, r.Series[0].Ints, r.Series[0].Floats = "factorized-discrete-gaussian", nil, []float64{40.9990234375}
+	r.Series[1].Ints, r.Series[1].Floats = nil, []float64{29870.25}
+	if err := r.Validate(); err != nil {
+		t.Errorf("real-valued count with a real-valued running series: %v", err)
 	}
 }

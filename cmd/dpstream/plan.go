@@ -121,6 +121,7 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 	if err := writeSensitivities(out, s); err != nil {
 		return err
 	}
+	writeRunning(out, s)
 	if sel := s.Selection; sel != nil {
 		fmt.Fprintf(out, "\ngroup selection: a group is released in a window only if its units + noise ≥ %s (%s, scale %s)\n",
 			g(sel.Threshold), sel.Mechanism, g(sel.Scale))
@@ -187,4 +188,24 @@ func writeSensitivities(out io.Writer, s *operator.Sizing) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeRunning prints how the running totals are released, per series.
+func writeRunning(out io.Writer, s *operator.Sizing) {
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			rs := r.Running
+			if rs == nil {
+				continue
+			}
+			fmt.Fprintf(out, "\nrunning totals of %s: %s; RMSE of a window's value %s", a.Aggregate, rs.Mechanism, g(rs.WindowRMSE))
+			if rs.WorstRMSE > 0 {
+				fmt.Fprintf(out, ", of a running total at most %s (half-width ±%s at the horizon's end)", g(rs.WorstRMSE), g(rs.WorstHalfWidth))
+			}
+			fmt.Fprintln(out)
+			if rs.Why != "" {
+				fmt.Fprintf(out, "  not the square-root factorization: %s\n", rs.Why)
+			}
+		}
+	}
 }
