@@ -40,8 +40,10 @@ func (st *runState) emitFrom(p *plan) int64 {
 //     whose release is already in the output topic. A lost state record
 //     with windows.start set and a consumer group that has consumed before
 //     is refused: dpstream could not tell which windows were published.
-//     A windows.start later than that postpones the first release to it
-//     (firstWindow).
+//     A windows.start later than that postpones the first release to it;
+//     one so far in the past that a first start would release more than
+//     MaxBackfillWindows windows before now is refused unless
+//     windows.ack_backfill acknowledges them (firstWindow, checkBackfill).
 //  3. The budget ledger is checked against this configuration (a change in
 //     the middle of a horizon must not overspend it, see plan.reconcile).
 //  4. On a first start the origin is recorded before anything is consumed,
@@ -114,6 +116,7 @@ func (o *Operator) completeIntent(ctx context.Context, st *runState) error {
 func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error) {
 	rec := st.rec
 	start, hasStart := o.cfg.Windows.startMillis()
+	first := rec.closedThrough == noClosedWindow && rec.origin == 0 // the deployment's first start
 	var from int64
 	switch {
 	case rec.closedThrough != noClosedWindow:
@@ -142,6 +145,12 @@ func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error)
 	}
 	if hasStart && o.plan.alignUp(start) > from {
 		from = o.plan.alignUp(start)
+	}
+	if first && hasStart {
+		// A windows.start far in the past releases every window since.
+		if err := o.checkBackfill(from); err != nil {
+			return 0, err
+		}
 	}
 	return from, nil
 }

@@ -201,6 +201,9 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 			p.addf("windows.start: %q is not an RFC 3339 time; use e.g. 2024-05-01T00:00:00Z", w.Start)
 		}
 	}
+	if w.AckBackfill < 0 {
+		p.addf("windows.ack_backfill: must not be negative (0: at most %d windows before now on a first start)", MaxBackfillWindows)
+	}
 	if len(w.Aggregates) == 0 {
 		p.addf("windows.aggregates: at least one of %s is required", strings.Join(knownAggregates, ", "))
 	}
