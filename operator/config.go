@@ -43,8 +43,9 @@ type KafkaConfig struct {
 	// owner of the partials topic's single partition in the group
 	// GroupID + ".merge") merges the partials of every input partition,
 	// re-applying every bound per unit across the whole input, and noises
-	// and publishes exactly as a single instance would. Needs
-	// windows.start (every instance must agree on the first window).
+	// and publishes exactly as a single instance would. Every instance
+	// must agree on the first window: windows.start when set, else the
+	// origin the first instance records in the state topic (origin.go).
 	ScaleOut bool `mapstructure:"scale_out"`
 	// PartialsTopic is the internal topic of stage 1's partial states
 	// (default: OutputTopic + ".partials"). It holds exact, un-noised

@@ -36,7 +36,8 @@ func (st *runState) emitFrom(p *plan) int64 {
 //     under one configuration (completeIntent).
 //  2. The first window to release is fixed without looking at the data:
 //     after the last final window; on a deployment's first start,
-//     windows.start or else the first window after now; never a window
+//     windows.start, or with scale-out the origin the instances agreed on
+//     (agreedOrigin), or else the first window after now; never a window
 //     whose release is already in the output topic. A lost state record
 //     with windows.start set and a consumer group that has consumed before
 //     is refused: dpstream could not tell which windows were published.
@@ -129,9 +130,12 @@ func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error)
 				return 0, err
 			}
 		}
-		if hasStart {
+		switch {
+		case hasStart:
 			from = o.plan.alignUp(start)
-		} else {
+		case o.origin != 0:
+			from = o.origin // scale-out: the origin every instance agreed on
+		default:
 			from = o.plan.windowAfter(o.now())
 		}
 	}

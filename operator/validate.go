@@ -43,9 +43,6 @@ func (c Config) Problems() []string {
 	c.Observability.check(&p)
 	checkRunning(&p, c)
 	if c.Kafka.ScaleOut {
-		if c.Windows.Start == "" {
-			p.addf("kafka.scale_out: needs windows.start (every instance must agree on the first window without looking at the data)")
-		}
 		if t := c.Kafka.partialsTopic(); t == c.Kafka.stateTopic() || t == c.Kafka.OutputTopic || slices.Contains(c.Kafka.InputTopics, t) {
 			p.addf("kafka.partials_topic: %q must differ from the input, output and state topics", t)
 		}
