@@ -37,7 +37,8 @@ func (p *plan) backfillWindows(from int64, now time.Time) int64 {
 	return (after - from) / p.size
 }
 
-// checkBackfill refuses a first start whose first window from lies more
+// checkBackfill refuses a first start whose first window from (windows.start,
+// or with scale-out the origin agreed in the state topic) lies more
 // windows before now than allowed (MaxBackfillWindows, or
 // windows.ack_backfill when set), saying how many and how to acknowledge.
 func (o *Operator) checkBackfill(from int64) error {
@@ -52,7 +53,7 @@ func (o *Operator) checkBackfill(from int64) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("%w: windows.start %s is %d windows of %s before now: a first start releases every one of them, "+
+	return fmt.Errorf("%w: the first window %s (windows.start, or the origin proposed in the state topic) is %d windows of %s before now: a first start releases every one of them, "+
 		"with or without data, and each spends its budget; the limit is %d (windows.ack_backfill, default %d). "+
 		"Set windows.ack_backfill: %d (or --set windows.ack_backfill=%d) to acknowledge, or set windows.start later",
 		ErrBackfill, tsString(from), n, time.Duration(o.plan.size)*time.Millisecond, limit, MaxBackfillWindows, n, n)

@@ -50,7 +50,8 @@ func (firstPartition) Balance(_ kafka.Message, partitions ...int) int { return s
 // agreedOrigin returns the first window of a scale-out deployment without
 // windows.start, the same for every instance: the origin of the state
 // topic's record for the group when there is one (stage 2 writes it),
-// else the first proposal in the state topic's lowest partition. An
+// else the first proposal in the state topic's lowest partition (see
+// readOrigin). An
 // instance that finds neither proposes the first window after now, then
 // reads the topic again and takes the first proposal, its own or one that
 // another instance wrote before it. It retries until done or ctx ends.
@@ -59,7 +60,7 @@ func (o *Operator) agreedOrigin(ctx context.Context, cl *clients) (int64, error)
 	var origin int64
 	err := o.retry(ctx, "origin", func(c context.Context) error {
 		var err error
-		origin, err = readOrigin(c, cl, k.stateTopic(), k.GroupID)
+		origin, err = o.readOrigin(c, cl)
 		if err != nil || origin != 0 {
 			return err
 		}
@@ -67,7 +68,7 @@ func (o *Operator) agreedOrigin(ctx context.Context, cl *clients) (int64, error)
 		if err := writeOriginProposal(c, cl, k.stateTopic(), originKey(k.GroupID, o.token), mine); err != nil {
 			return err
 		}
-		if origin, err = readOrigin(c, cl, k.stateTopic(), k.GroupID); err == nil && origin == 0 {
+		if origin, err = o.readOrigin(c, cl); err == nil && origin == 0 {
 			err = fmt.Errorf("%w: state topic %s: the origin proposal written for group %s is not there", ErrKafka, k.stateTopic(), k.GroupID)
 		}
 		if err == nil && origin != mine {
@@ -79,20 +80,30 @@ func (o *Operator) agreedOrigin(ctx context.Context, cl *clients) (int64, error)
 }
 
 // readOrigin reads the state topic and returns group's recorded origin,
-// else its first origin proposal (0: neither).
-func readOrigin(ctx context.Context, c *clients, stateTopic, group string) (int64, error) {
-	last, err := lastState(ctx, c, stateTopic, group, nil)
+// else its first origin proposal (0: neither). A record without an origin
+// (written before origins were recorded) that says windows are final
+// gives the window after the last final one: stage 1 of a deployment that
+// has published must start there, where stage 2 continues.
+func (o *Operator) readOrigin(ctx context.Context, c *clients) (int64, error) {
+	k := o.cfg.Kafka
+	last, err := lastState(ctx, c, k.stateTopic(), k.GroupID, nil)
 	if err != nil {
 		return 0, err
 	}
-	if last != nil && last.Origin != 0 {
+	switch {
+	case last == nil:
+	case last.Origin != 0:
 		return last.Origin, nil
+	case last.ClosedThrough != noClosedWindow:
+		return o.plan.alignUp(last.ClosedThrough), nil
 	}
-	return firstOriginProposal(ctx, c, stateTopic, group)
+	return firstOriginProposal(ctx, c, k.stateTopic(), k.GroupID)
 }
 
 // firstOriginProposal returns the origin of group's first proposal in the
-// state topic's lowest partition (0: none).
+// state topic's lowest partition after the last tombstone of group's
+// record there (a state reset by hand forgets the proposals before it;
+// 0: none).
 func firstOriginProposal(ctx context.Context, c *clients, stateTopic, group string) (int64, error) {
 	first, end, err := c.endOffsets(ctx, stateTopic)
 	if err != nil {
@@ -108,6 +119,10 @@ func firstOriginProposal(ctx context.Context, c *clients, stateTopic, group stri
 	prefix := originPrefix(group)
 	var origin int64
 	err = c.scanPartition(ctx, stateTopic, p, first[p], end[p], func(m kafka.Message) error {
+		if string(m.Key) == group && m.Value == nil {
+			origin = 0 // reset by hand
+			return nil
+		}
 		if origin != 0 || !strings.HasPrefix(string(m.Key), prefix) || m.Value == nil {
 			return nil
 		}

@@ -106,3 +106,43 @@ func TestKafkaOriginFirstProposalWins(t *testing.T) {
 		t.Errorf("with a state record of origin %s, agreed on %s (%v)", tsString(recorded), tsString(o), err)
 	}
 }
+
+// TestKafkaOriginResetByTombstone: a state reset by hand (a tombstone for
+// the group's record, as docs/operations.md describes) forgets the origin
+// proposals before it: the next first start proposes anew instead of
+// taking a proposal from before the reset (which could be far in the
+// past).
+func TestKafkaOriginResetByTombstone(t *testing.T) {
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	state := uniqueName("dpstream-origin-reset")
+	createTopic(t, cl, state, 1)
+	c := testConfig(brokers, uniqueName("dpstream-origin-in"), uniqueName("dpstream-origin-out"), uniqueName("dpstream-origin"))
+	c.Kafka.ScaleOut, c.Kafka.StateTopic, c.Windows.Start = true, state, ""
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	agree := func(now time.Time) int64 {
+		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.DiscardHandler)),
+			WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := op.agreedOrigin(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o
+	}
+	before := agree(time.UnixMilli(testBase))
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: state, RequiredAcks: kafka.RequireAll}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte(c.Kafka.GroupID)}); err != nil {
+		t.Fatal(err)
+	}
+	later := testBase + 3600*1000 // a window boundary, an hour on
+	want := later + testSize.Milliseconds()
+	if after := agree(time.UnixMilli(later)); after != want {
+		t.Errorf("after a reset the origin is %s, want the first window after the new start (%s), not the one before the reset (%s)",
+			tsString(after), tsString(want), tsString(before))
+	}
+}

@@ -150,8 +150,10 @@ func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error)
 	if hasStart && o.plan.alignUp(start) > from {
 		from = o.plan.alignUp(start)
 	}
-	if first && hasStart {
-		// A windows.start far in the past releases every window since.
+	if first && (hasStart || o.origin != 0) {
+		// A first window far in the past (windows.start, or an origin
+		// proposed in the state topic long ago) releases every window
+		// since.
 		if err := o.checkBackfill(from); err != nil {
 			return 0, err
 		}

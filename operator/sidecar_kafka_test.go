@@ -171,7 +171,7 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 	var origin int64
 	for deadline := time.Now().Add(60 * time.Second); origin == 0; time.Sleep(100 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		o, err := readOrigin(ctx, cl, c.Kafka.stateTopic(), group)
+		o, err := firstOriginProposal(ctx, cl, c.Kafka.stateTopic(), group)
 		cancel()
 		if err == nil {
 			origin = o
