@@ -108,7 +108,7 @@ func TestKafkaOriginFirstProposalWins(t *testing.T) {
 }
 
 // TestKafkaOriginResetByTombstone: a state reset by hand (a tombstone for
-// the group's record, as docs/operations.md describes) forgets the origin
+// the group's record, see docs/formats.md) forgets the origin
 // proposals before it: the next first start proposes anew instead of
 // taking a proposal from before the reset (which could be far in the
 // past).
