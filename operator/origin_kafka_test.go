@@ -5,7 +5,6 @@ package operator
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -27,21 +26,8 @@ import (
 // there was no agreement: each instance's stage 1 would have started at
 // its own clock's next window, or the configuration was refused.)
 func TestKafkaOriginFirstProposalWins(t *testing.T) {
-	brokers := kafkatest.Brokers(t)
-	cl := testClients(t, brokers)
-	state := uniqueName("dpstream-origin-state")
-	createTopic(t, cl, state, 3)
-	c := testConfig(brokers, uniqueName("dpstream-origin-in"), uniqueName("dpstream-origin-out"), uniqueName("dpstream-origin"))
-	c.Kafka.ScaleOut, c.Kafka.StateTopic, c.Windows.Start = true, state, ""
+	cl, c, state, newOp := originSetup(t, 3)
 	size := testSize.Milliseconds()
-	newOp := func(now time.Time) *Operator {
-		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
-			WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return op
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 
@@ -113,36 +99,44 @@ func TestKafkaOriginFirstProposalWins(t *testing.T) {
 // taking a proposal from before the reset (which could be far in the
 // past).
 func TestKafkaOriginResetByTombstone(t *testing.T) {
-	brokers := kafkatest.Brokers(t)
-	cl := testClients(t, brokers)
-	state := uniqueName("dpstream-origin-reset")
-	createTopic(t, cl, state, 1)
-	c := testConfig(brokers, uniqueName("dpstream-origin-in"), uniqueName("dpstream-origin-out"), uniqueName("dpstream-origin"))
-	c.Kafka.ScaleOut, c.Kafka.StateTopic, c.Windows.Start = true, state, ""
+	cl, c, state, newOp := originSetup(t, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	agree := func(now time.Time) int64 {
-		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.DiscardHandler)),
-			WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := op.agreedOrigin(ctx, cl)
+		o, err := newOp(now).agreedOrigin(ctx, cl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return o
 	}
 	before := agree(time.UnixMilli(testBase))
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: state, RequiredAcks: kafka.RequireAll}
-	defer w.Close()
-	if err := w.WriteMessages(ctx, kafka.Message{Key: []byte(c.Kafka.GroupID)}); err != nil {
-		t.Fatal(err)
-	}
+	produce(t, c.Kafka.Brokers, state, []kafka.Message{{Key: []byte(c.Kafka.GroupID)}}) // the tombstone
 	later := testBase + 3600*1000 // a window boundary, an hour on
 	want := later + testSize.Milliseconds()
 	if after := agree(time.UnixMilli(later)); after != want {
 		t.Errorf("after a reset the origin is %s, want the first window after the new start (%s), not the one before the reset (%s)",
 			tsString(after), tsString(want), tsString(before))
 	}
+}
+
+// originSetup returns the clients, a scale-out configuration without
+// windows.start whose state topic is a fresh topic of n partitions, and a
+// constructor of its operators with a fixed clock.
+func originSetup(t *testing.T, n int) (*clients, Config, string, func(time.Time) *Operator) {
+	t.Helper()
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	state := uniqueName("dpstream-origin-state")
+	createTopic(t, cl, state, n)
+	c := testConfig(brokers, uniqueName("dpstream-origin-in"), uniqueName("dpstream-origin-out"), uniqueName("dpstream-origin"))
+	c.Kafka.ScaleOut, c.Kafka.StateTopic, c.Windows.Start = true, state, ""
+	newOp := func(now time.Time) *Operator {
+		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.DiscardHandler)),
+			WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return op
+	}
+	return cl, c, state, newOp
 }
