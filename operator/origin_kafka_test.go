@@ -110,8 +110,9 @@ func TestKafkaOriginResetByTombstone(t *testing.T) {
 		return o
 	}
 	before := agree(time.UnixMilli(testBase))
-	produce(t, c.Kafka.Brokers, state, []kafka.Message{{Key: []byte(c.Kafka.GroupID)}}) // the tombstone
-	later := testBase + 3600*1000                                                       // a window boundary, an hour on
+	// The reset: a tombstone for the group's record.
+	produce(t, c.Kafka.Brokers, state, []kafka.Message{{Key: []byte(c.Kafka.GroupID)}})
+	later := testBase + 3600*1000 // a window boundary, an hour on
 	want := later + testSize.Milliseconds()
 	if after := agree(time.UnixMilli(later)); after != want {
 		t.Errorf("after a reset the origin is %s, want the first window after the new start (%s), not the one before the reset (%s)",
