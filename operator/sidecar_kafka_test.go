@@ -124,62 +124,10 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 	}
 	produce(t, brokers, in, meterReadings(80, regions, c.Schema.Histogram.Categories, first, size, nData))
 
-	published := make(chan int64, 1<<12)
-	sink := &logSink{}
-	t.Cleanup(func() { scanLogs(t, sink) })
-	var running sync.WaitGroup
-	errs := make(chan error, 8)
-	start := func(name string, c Config) context.CancelFunc {
-		op, err := New(c, WithKey(testKey()), WithLogger(sink.logger(t).With("instance", name)),
-			WithRegistry(prometheus.NewRegistry()), WithClock(clock.now),
-			WithReleaseHook(func(p Published) { published <- p.Window.Start }))
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		running.Add(1)
-		done := make(chan struct{})
-		go func() {
-			defer running.Done()
-			defer close(done)
-			if err := op.Run(ctx); err != nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
-			}
-		}()
-		return func() { cancel(); <-done }
-	}
-	t.Cleanup(running.Wait)
-	waitFor := func(what string, w int64) {
-		t.Helper()
-		timeout := time.After(120 * time.Second)
-		for {
-			select {
-			case s := <-published:
-				if s >= w {
-					return
-				}
-			case err := <-errs:
-				t.Fatal(err)
-			case <-timeout:
-				t.Fatalf("%s: window %s not published within 120 s", what, tsString(w))
-			}
-		}
-	}
-
-	stopA := start("a", c)
-	stopB := start("b", c)
-	var origin int64
-	for deadline := time.Now().Add(60 * time.Second); origin == 0; time.Sleep(100 * time.Millisecond) {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		o, err := firstOriginProposal(ctx, cl, c.Kafka.stateTopic(), group)
-		cancel()
-		if err == nil {
-			origin = o
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no origin recorded in the state topic within 60 s")
-		}
-	}
+	r := newInstances(t, clock)
+	stopA := r.start("a", c)
+	stopB := r.start("b", c)
+	origin := r.waitOrigin(cl, c.Kafka.stateTopic(), group)
 	if origin != wantOrigin {
 		t.Fatalf("origin %s, want the first window after the instances' clock %s", tsString(origin), tsString(wantOrigin))
 	}
@@ -190,30 +138,115 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 	next.Observability.LogLevel = "debug"
 	next.Kafka.CommitInterval = 2 * time.Second
 	next.Kafka.ClientID = "dpstream-v2"
-	waitFor("before the update", first+size)
+	r.waitFor("before the update", first+size)
 	stopA()
-	stopA2 := start("a2", next)
-	waitFor("after replacing a", first+3*size)
+	stopA2 := r.start("a2", next)
+	r.waitFor("after replacing a", first+3*size)
 	stopB()
-	stopB2 := start("b2", next)
-	waitFor("after replacing b", last)
+	stopB2 := r.start("b2", next)
+	r.waitFor("after replacing b", last)
 	stopA2()
 	stopB2()
 	select {
-	case err := <-errs:
+	case err := <-r.errs:
 		t.Fatal(err)
 	default:
 	}
 
 	// A first start logs no epoch for an origin not recorded yet.
-	if strings.Contains(sink.String(), "1970-01-01") {
+	if strings.Contains(r.sink.String(), "1970-01-01") {
 		t.Error("a log line shows the epoch (1970-01-01) as a time")
 	}
+	raw := checkSidecarOutput(t, cl, c, origin, last, regions)
+	compareWithReference(t, cl, c, r.sink, origin, last, raw)
+}
 
-	// Final, with the same origin, in the state topic.
+// instances runs operators of one test on a shared simulated clock,
+// collecting the windows they publish, their Run errors and their logs.
+type instances struct {
+	t         *testing.T
+	clock     *simClock
+	published chan int64
+	errs      chan error
+	sink      *logSink
+	running   sync.WaitGroup
+}
+
+func newInstances(t *testing.T, clock *simClock) *instances {
+	r := &instances{t: t, clock: clock, published: make(chan int64, 1<<12), errs: make(chan error, 8), sink: &logSink{}}
+	t.Cleanup(func() { scanLogs(t, r.sink) })
+	t.Cleanup(r.running.Wait)
+	return r
+}
+
+// start runs an instance of c called name; the function returned stops it
+// (as SIGTERM does) and waits until it has.
+func (r *instances) start(name string, c Config) func() {
+	op, err := New(c, WithKey(testKey()), WithLogger(r.sink.logger(r.t).With("instance", name)),
+		WithRegistry(prometheus.NewRegistry()), WithClock(r.clock.now),
+		WithReleaseHook(func(p Published) { r.published <- p.Window.Start }))
+	if err != nil {
+		r.t.Fatalf("%s: %v", name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.running.Add(1)
+	done := make(chan struct{})
+	go func() {
+		defer r.running.Done()
+		defer close(done)
+		if err := op.Run(ctx); err != nil {
+			r.errs <- fmt.Errorf("%s: %w", name, err)
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// waitFor returns once window w (or a later one) is published; an
+// instance's error or 120 s fail the test.
+func (r *instances) waitFor(what string, w int64) {
+	r.t.Helper()
+	timeout := time.After(120 * time.Second)
+	for {
+		select {
+		case s := <-r.published:
+			if s >= w {
+				return
+			}
+		case err := <-r.errs:
+			r.t.Fatal(err)
+		case <-timeout:
+			r.t.Fatalf("%s: window %s not published within 120 s", what, tsString(w))
+		}
+	}
+}
+
+// waitOrigin returns the first origin proposal of group in stateTopic once
+// there is one (60 s at most).
+func (r *instances) waitOrigin(cl *clients, stateTopic, group string) int64 {
+	r.t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		o, err := firstOriginProposal(ctx, cl, stateTopic, group)
+		cancel()
+		if err == nil && o != 0 {
+			return o
+		}
+	}
+	r.t.Fatal("no origin recorded in the state topic within 60 s")
+	return 0
+}
+
+// checkSidecarOutput checks that the state topic records origin and every
+// window through last as final, and that the output topic holds every
+// release of every window from origin through last (each public region
+// and aggregate), once, and none before origin; it returns the output's
+// messages by key.
+func checkSidecarOutput(t *testing.T, cl *clients, c Config, origin, last int64, regions []string) map[string][]byte {
+	t.Helper()
+	size := c.Windows.Size.Milliseconds()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	rec, err := lastState(ctx, cl, c.Kafka.stateTopic(), group, nil)
+	rec, err := lastState(ctx, cl, c.Kafka.stateTopic(), c.Kafka.GroupID, nil)
 	if err != nil || rec == nil {
 		t.Fatalf("state record: %v %v", rec, err)
 	}
@@ -221,8 +254,7 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 		t.Errorf("state record: origin %s closed through %s, want origin %s and at least %s",
 			tsString(rec.Origin), tsString(rec.ClosedThrough), tsString(origin), tsString(last+size))
 	}
-	// Complete and exactly once (readReleases fails on a key published twice).
-	rels, raw := readReleases(t, cl, out)
+	rels, raw := readReleases(t, cl, c.Kafka.OutputTopic) // fails on a key published twice
 	ns := c.Kafka.namespace()
 	for w := origin; w <= last; w += size {
 		for _, r := range regions {
@@ -238,12 +270,20 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 			t.Errorf("release %s is before the origin %s", k, tsString(origin))
 		}
 	}
+	return raw
+}
 
-	// Byte-identical to one instance without scale-out from that origin.
+// compareWithReference runs one instance of c without scale-out, with
+// windows.start = origin and scale-out's release namespace and instance
+// name, and checks that its releases of the windows through last are
+// exactly raw's, byte for byte.
+func compareWithReference(t *testing.T, cl *clients, c Config, sink *logSink, origin, last int64, raw map[string][]byte) {
+	t.Helper()
+	size := c.Windows.Size.Milliseconds()
 	ref := c
 	ref.Kafka.ScaleOut = false
 	ref.Kafka.GroupID, ref.Kafka.OutputTopic = uniqueName("dpstream-sidecar-ref"), uniqueName("dpstream-sidecar-ref-out")
-	ref.Kafka.ReleaseNamespace, ref.Kafka.Instance = ns, group // scale-out's instance name is the group id
+	ref.Kafka.ReleaseNamespace, ref.Kafka.Instance = c.Kafka.namespace(), c.Kafka.GroupID // scale-out's instance name is the group id
 	ref.Windows.Start = time.UnixMilli(origin).UTC().Format(time.RFC3339)
 	refPub := make(chan int64, 1<<12)
 	refClock := time.UnixMilli(last + 3*size + c.Windows.AllowedLateness.Milliseconds() + c.Windows.IdleTimeout.Milliseconds())
@@ -268,7 +308,8 @@ func TestKafkaSidecarRollingUpdate(t *testing.T) {
 			t.Errorf("release %q differs from the reference", k)
 		}
 	}
-	if want := int((last-origin)/size+1) * len(regions) * len(c.Windows.Aggregates); compared != want {
+	regions := len(c.Privacy.PublicGroups)
+	if want := int((last-origin)/size+1) * regions * len(c.Windows.Aggregates); compared != want {
 		t.Errorf("compared %d releases with the reference, want %d", compared, want)
 	}
 }
