@@ -133,3 +133,17 @@ func TestComparePlotSaysWhere(t *testing.T) {
 		t.Errorf("%v\n%s", err, out)
 	}
 }
+
+// TestPlanNestedPaths: plan prints a nested unit path as configured, and
+// reports a path that does not parse by its setting. Old code: the path
+// was a flat key and "meter..id" was accepted.
+func TestPlanNestedPaths(t *testing.T) {
+	out, err := runCLI(t, "plan", "--config", exampleConfig, "--set", "schema.unit_field=meter.id", "--set", "schema.group_by=site.region")
+	if err != nil || !strings.Contains(out, "privacy unit: meter.id;") {
+		t.Errorf("plan with unit_field meter.id: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "plan", "--config", exampleConfig, "--set", "schema.unit_field=meter..id")
+	if err == nil || !strings.Contains(err.Error()+out, `schema.unit_field "meter..id" has an empty key`) {
+		t.Errorf("plan with unit_field meter..id: %v\n%s", err, out)
+	}
+}
