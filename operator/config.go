@@ -43,8 +43,9 @@ type KafkaConfig struct {
 	// owner of the partials topic's single partition in the group
 	// GroupID + ".merge") merges the partials of every input partition,
 	// re-applying every bound per unit across the whole input, and noises
-	// and publishes exactly as a single instance would. Needs
-	// windows.start (every instance must agree on the first window).
+	// and publishes exactly as a single instance would. Every instance
+	// must agree on the first window: windows.start when set, else the
+	// origin the first instance records in the state topic (origin.go).
 	ScaleOut bool `mapstructure:"scale_out"`
 	// PartialsTopic is the internal topic of stage 1's partial states
 	// (default: OutputTopic + ".partials"). It holds exact, un-noised
@@ -136,6 +137,15 @@ type WindowsConfig struct {
 	// On later starts the state topic says where to continue; a Start
 	// later than that postpones releases until it.
 	Start string `mapstructure:"start"`
+	// AckBackfill acknowledges that a first start with Start far in the
+	// past releases up to this many windows that began before now (0: the
+	// default bound MaxBackfillWindows). Every such window is released and
+	// spends its budget whether or not the input holds data for it, so a
+	// first start that would release more than the bound is refused and
+	// says how many (see Operator.checkBackfill); set this to at least that
+	// number to go ahead. Later starts continue from the state topic and
+	// ignore it.
+	AckBackfill int `mapstructure:"ack_backfill"`
 	// AllowedLateness keeps a window open past its end for late events.
 	AllowedLateness time.Duration `mapstructure:"allowed_lateness"`
 	// IdleTimeout is the most the brokers' record timestamps may lag the

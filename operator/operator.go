@@ -45,6 +45,10 @@ type Operator struct {
 	// checked against the recorded one at start (deployment.go); set by
 	// Run before anything reads the state.
 	identity *deploymentRecord
+	// origin is the first window the instances of a scale-out deployment
+	// without windows.start agreed on (origin.go); set by Run before
+	// either stage starts, 0 otherwise.
+	origin int64
 
 	// crash, when set (tests only), is asked at each crash point of the
 	// publication protocol (crash.go); true makes Run return errCrash at
@@ -242,7 +246,7 @@ func (o *Operator) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", tsString(rec.origin),
+	o.log.Info("recovered", "closed_through", tsString(rec.closedThrough), "origin", originString(rec.origin),
 		"published_pending", len(rec.published), "unfinished_publication", len(rec.intent),
 		"output_scanned", rec.scanned, "output_foreign", rec.foreign)
 	o.checkTimestampTypes(ctx, cl) // warns about CreateTime input topics; never fails
@@ -255,9 +259,22 @@ func (o *Operator) Run(ctx context.Context) error {
 	if k.ScaleOut {
 		// Stage 2 (merge, noise, publish) runs beside stage 1 and does
 		// what resume does when it takes over; stage 1 only needs the
-		// first window, fixed by windows.start (validated).
-		start, _ := o.cfg.Windows.startMillis()
-		st.from = o.plan.alignUp(start)
+		// first window, which every instance must agree on: windows.start,
+		// or else the origin recorded (or first proposed) in the state
+		// topic.
+		if start, ok := o.cfg.Windows.startMillis(); ok {
+			st.from = o.plan.alignUp(start)
+		} else {
+			origin, err := o.agreedOrigin(ctx, cl)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			o.origin, st.from = origin, origin
+			o.log.Info("origin agreed in the state topic", "origin", tsString(origin))
+		}
 		mergeDone := make(chan struct{})
 		go func() {
 			defer close(mergeDone)
@@ -447,6 +464,15 @@ func ctxOr(a, b context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancel(a)
 	stop := context.AfterFunc(b, cancel)
 	return c, func() { stop(); cancel() }
+}
+
+// originString formats a recorded origin, "none" when none is recorded
+// (0: a deployment's first start), not the epoch.
+func originString(ms int64) string {
+	if ms == 0 {
+		return "none"
+	}
+	return tsString(ms)
 }
 
 func tsString(ms int64) string {

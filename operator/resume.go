@@ -40,12 +40,15 @@ func (st *runState) emitFrom(p *plan) int64 {
 //     under one configuration (completeIntent).
 //  2. The first window to release is fixed without looking at the data:
 //     after the last final window; on a deployment's first start,
-//     windows.start or else the first window after now; never a window
+//     windows.start, or with scale-out the origin the instances agreed on
+//     (agreedOrigin), or else the first window after now; never a window
 //     whose release is already in the output topic. A lost state record
 //     with windows.start set and a consumer group that has consumed before
 //     is refused: dpstream could not tell which windows were published.
-//     A windows.start later than that postpones the first release to it
-//     (firstWindow).
+//     A windows.start later than that postpones the first release to it;
+//     one so far in the past that a first start would release more than
+//     MaxBackfillWindows windows before now is refused unless
+//     windows.ack_backfill acknowledges them (firstWindow, checkBackfill).
 //  3. The budget ledger is checked against this configuration (a change in
 //     the middle of a horizon must not overspend it, see plan.reconcile).
 //  4. On a first start the origin is recorded before anything is consumed,
@@ -137,6 +140,7 @@ func (o *Operator) completeIntent(ctx context.Context, st *runState) error {
 func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error) {
 	rec := st.rec
 	start, hasStart := o.cfg.Windows.startMillis()
+	first := rec.closedThrough == noClosedWindow && rec.origin == 0 // the deployment's first start
 	var from int64
 	switch {
 	case rec.closedThrough != noClosedWindow:
@@ -149,9 +153,12 @@ func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error)
 				return 0, err
 			}
 		}
-		if hasStart {
+		switch {
+		case hasStart:
 			from = o.plan.alignUp(start)
-		} else {
+		case o.origin != 0:
+			from = o.origin // scale-out: the origin every instance agreed on
+		default:
 			from = o.plan.windowAfter(o.now())
 		}
 	}
@@ -165,6 +172,14 @@ func (o *Operator) firstWindow(ctx context.Context, st *runState) (int64, error)
 	}
 	if hasStart && o.plan.alignUp(start) > from {
 		from = o.plan.alignUp(start)
+	}
+	if first && (hasStart || o.origin != 0) {
+		// A first window far in the past (windows.start, or an origin
+		// proposed in the state topic long ago) releases every window
+		// since.
+		if err := o.checkBackfill(from); err != nil {
+			return 0, err
+		}
 	}
 	return from, nil
 }

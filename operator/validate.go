@@ -43,9 +43,6 @@ func (c Config) Problems() []string {
 	c.Observability.check(&p)
 	checkRunning(&p, c)
 	if c.Kafka.ScaleOut {
-		if c.Windows.Start == "" {
-			p.addf("kafka.scale_out: needs windows.start (every instance must agree on the first window without looking at the data)")
-		}
 		if t := c.Kafka.partialsTopic(); t == c.Kafka.stateTopic() || t == c.Kafka.OutputTopic || slices.Contains(c.Kafka.InputTopics, t) {
 			p.addf("kafka.partials_topic: %q must differ from the input, output and state topics", t)
 		}
@@ -200,6 +197,9 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 		if _, err := time.Parse(time.RFC3339Nano, w.Start); err != nil {
 			p.addf("windows.start: %q is not an RFC 3339 time; use e.g. 2024-05-01T00:00:00Z", w.Start)
 		}
+	}
+	if w.AckBackfill < 0 {
+		p.addf("windows.ack_backfill: must not be negative (0: at most %d windows before now on a first start)", MaxBackfillWindows)
 	}
 	if len(w.Aggregates) == 0 {
 		p.addf("windows.aggregates: at least one of %s is required", strings.Join(knownAggregates, ", "))

@@ -299,6 +299,9 @@ type dpstreamConfig struct {
 		ScaleOut bool     `json:"scale_out"`
 		Brokers  []string `json:"brokers"`
 	} `json:"kafka"`
+	Windows struct {
+		Start string `json:"start"`
+	} `json:"windows"`
 	Privacy struct {
 		KeyFile string `json:"key_file"`
 		KeyEnv  string `json:"key_env"`
@@ -471,6 +474,15 @@ func TestDpstreamContainer(t *testing.T) {
 		}
 		if strategy := d.Spec.Strategy.Type; !cfg.Kafka.ScaleOut && (d.Spec.Replicas == nil || *d.Spec.Replicas != 1 || strategy != appsv1.RecreateDeploymentStrategyType) {
 			t.Errorf("%s: without kafka.scale_out one instance per group: replicas 1 and strategy Recreate (two pods must never overlap)", where)
+		}
+		// Several replicas and rolling updates out of the box (issue 21):
+		// scale-out, and no fixed windows.start (silent before it, and
+		// after it a fresh deployment releases every window since).
+		if !cfg.Kafka.ScaleOut || d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+			t.Errorf("%s: not set up for several replicas and rolling updates (kafka.scale_out %v, strategy %s)", where, cfg.Kafka.ScaleOut, d.Spec.Strategy.Type)
+		}
+		if cfg.Windows.Start != "" {
+			t.Errorf("%s: windows.start %q is fixed in the manifest: the first instance records the origin in the state topic", where, cfg.Windows.Start)
 		}
 		keySecretFile(t, where, spec, cfg)
 	}
