@@ -85,13 +85,14 @@ func ReleaseRecords(r *Release, opt JSONOptions) ([]Record, error) {
 	return out, nil
 }
 
-// fieldType is the Kafka Connect type of a record field.
+// fieldType is the Kafka Connect type of a record field, as the
+// JsonConverter names it in an envelope's schema (FLOAT64 is "double").
 type fieldType string
 
 const (
 	ftString fieldType = "string"
 	ftInt    fieldType = "int64"
-	ftFloat  fieldType = "float64"
+	ftFloat  fieldType = "double"
 	ftBool   fieldType = "boolean"
 )
 

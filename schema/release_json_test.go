@@ -150,7 +150,7 @@ func checkEnvelope(t *testing.T, doc map[string]any) {
 		switch m["type"] {
 		case "string":
 			_, ok = v.(string)
-		case "int64", "float64":
+		case "int64", "double": // JsonConverter's names of Connect's INT64 and FLOAT64
 			_, ok = v.(float64)
 		case "boolean":
 			_, ok = v.(bool)
