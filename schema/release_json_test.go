@@ -264,3 +264,31 @@ func TestDecodeReleaseRecordStrict(t *testing.T) {
 		t.Errorf("version: err = %v, want ErrVersion", err)
 	}
 }
+
+// FuzzDecodeReleaseRecord: DecodeReleaseRecord never panics, every error
+// wraps ErrInvalidRelease or ErrVersion, and a record it accepts has keys
+// consistent with its fields.
+func FuzzDecodeReleaseRecord(f *testing.F) {
+	for _, r := range jsonGoldens() {
+		for _, opt := range []JSONOptions{{}, {ConnectSchema: true}} {
+			recs, _ := ReleaseRecords(r, opt)
+			f.Add(recs[len(recs)-1].Value)
+		}
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := DecodeReleaseRecord(b)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRelease) && !errors.Is(err, ErrVersion) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		vals := make([]string, len(r.Group))
+		for i, g := range r.Group {
+			vals[i] = g.Value
+		}
+		if r.ReleaseKey != ReleaseKey(r.ReleaseID, r.Aggregate, vals...) || r.Key != ValueKey(r.ReleaseKey, r.Series, int(r.Index)) {
+			t.Fatalf("accepted a record with inconsistent keys: %+v", r)
+		}
+	})
+}

@@ -96,7 +96,7 @@ func TestKafkaConnectPostgres(t *testing.T) {
 		t.Fatalf("producer: %v\n%s", err, plog.String())
 	}
 	// Wait for releases of two windows, then drain dpstream.
-	recs := map[string]schema.ReleaseRecord{}
+	var recs map[string]schema.ReleaseRecord
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
 		time.Sleep(2 * time.Second)
 		if recs = readRecords(t, ctx, brokers, out); windowsOf(recs) >= 2 {
