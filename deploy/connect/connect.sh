@@ -45,14 +45,10 @@ stamp="$lib/.complete-3.9.1"
 pstamp="$plugins/.complete-jdbc-3.4.3"
 
 say() { echo "connect.sh: $*" >&2; }
-need() { command -v "$1" >/dev/null 2>&1 || { say "$1 not found on PATH ($2)"; exit 1; }; }
-
-pid_alive() {
-  [ -f "$pidfile" ] || return 1
-  local pid
-  pid="$(cat "$pidfile" 2>/dev/null || true)"
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
-}
+# need, port_open, pid_alive (of $pidfile) and kill_broker (SIGTERM, then
+# SIGKILL after 30 s), shared with the broker scripts.
+# shellcheck source=../kafka/common.sh
+. "$here/../kafka/common.sh"
 
 # rest_ok: the worker's REST API answers (it does once the worker has
 # joined the broker and loaded its plugins).
@@ -118,7 +114,7 @@ start() {
     echo "$rest"
     return 0
   fi
-  if ! pid_alive && (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+  if ! pid_alive && port_open "$port"; then
     say "port $port is already in use by a process this script did not start; stop it or set DPSTREAM_CONNECT_PORT"
     exit 1
   fi
@@ -166,18 +162,8 @@ stop() {
     say "not running"
     return 0
   fi
-  local pid i
-  pid="$(cat "$pidfile")"
-  say "stopping the worker (pid $pid)"
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  if kill -0 "$pid" 2>/dev/null; then
-    say "still running after 30s; sending SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
+  say "stopping the worker (pid $(cat "$pidfile"))"
+  kill_broker "$(cat "$pidfile")"
   rm -f "$pidfile"
 }
 

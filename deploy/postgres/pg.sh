@@ -34,6 +34,9 @@ host=127.0.0.1
 url="postgresql://postgres@$host:$port/postgres"
 
 say() { echo "pg.sh: $*" >&2; }
+# need and port_open, shared with the broker scripts.
+# shellcheck source=../kafka/common.sh
+. "$here/../kafka/common.sh"
 
 # Debian installs the server programs outside PATH.
 if ! command -v pg_ctl >/dev/null 2>&1; then
@@ -41,7 +44,6 @@ if ! command -v pg_ctl >/dev/null 2>&1; then
     if [ -x "$d/pg_ctl" ]; then PATH="$d:$PATH"; fi
   done
 fi
-need() { command -v "$1" >/dev/null 2>&1 || { say "$1 not found on PATH ($2)"; exit 1; }; }
 
 # as: runs a command as the server's user (root cannot run PostgreSQL).
 as=()
@@ -77,7 +79,7 @@ start() {
     echo "$url"
     return 0
   fi
-  if [ -z "$(server_pid)" ] && (exec 3<>"/dev/tcp/$host/$port") 2>/dev/null; then
+  if [ -z "$(server_pid)" ] && port_open "$port"; then
     say "port $port is already in use by a process this script did not start; stop it or set DPSTREAM_PG_PORT"
     exit 1
   fi
