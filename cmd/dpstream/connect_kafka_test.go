@@ -70,31 +70,12 @@ func TestKafkaConnectPostgres(t *testing.T) {
 	defer cancel()
 
 	// dpstream run (JSON releases in the Connect envelope) and the producer.
-	var logs kafkatest.Buffer
-	run := exec.CommandContext(ctx, bin, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"),
-		"--input-topics", in, "--output-topic", out, "--group-id", id,
-		"--set", "windows.size=5s", "--set", "windows.allowed_lateness=1s", "--set", "windows.idle_timeout=2s",
-		"--set", "output.format=json", "--set", "output.connect_schema=true")
-	run.Env, run.Stderr = env, &logs
-	producer := exec.CommandContext(ctx, prod, "--brokers", strings.Join(brokers, ","), "--topic", in,
-		"--interval", "1.25s", "--duration", "12s")
-	var plog kafkatest.Buffer
-	producer.Stderr = &plog
-	if err := producer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if run.ProcessState == nil {
-			_ = run.Process.Kill()
-			_ = run.Wait()
-		}
-	}()
-	if err := producer.Wait(); err != nil {
-		t.Fatalf("producer: %v\n%s", err, plog.String())
-	}
+	run, logs := runWithProducer(t, ctx, env,
+		[]string{bin, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"),
+			"--input-topics", in, "--output-topic", out, "--group-id", id,
+			"--set", "windows.size=5s", "--set", "windows.allowed_lateness=1s", "--set", "windows.idle_timeout=2s",
+			"--set", "output.format=json", "--set", "output.connect_schema=true"},
+		[]string{prod, "--brokers", strings.Join(brokers, ","), "--topic", in, "--interval", "1.25s", "--duration", "12s"})
 	// Wait for releases of two windows, then drain dpstream.
 	var recs map[string]schema.ReleaseRecord
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
