@@ -17,7 +17,12 @@
 #                                starting one
 #   DPSTREAM_TEST_SECURE_BROKER  use this TLS/SASL broker (the broker.json
 #                                secure.sh printed) instead of starting one
-#   DPSTREAM_KEEP_BROKER=1       leave the brokers this script started running
+#   DPSTREAM_CONNECT_PORT        the Kafka Connect worker's REST port (default 58083)
+#   DPSTREAM_PG_PORT             the PostgreSQL server's port (default 55432)
+#   DPSTREAM_TEST_CONNECT        use this Connect worker (REST URL) instead of starting one
+#   DPSTREAM_TEST_POSTGRES       use this PostgreSQL server (postgresql:// URL) instead of starting one
+#   DPSTREAM_KEEP_BROKER=1       leave the brokers (and the Connect worker and
+#                                PostgreSQL) this script started running
 #                                (quicker re-runs), with their data
 #   DPSTREAM_TEST_RACE=0         skip the race step (quicker local runs; CI runs it)
 set -uo pipefail
@@ -68,6 +73,8 @@ gotest_logged() {
 stop_brokers() {
   rm -f "$gotest_log"
   if [ "${DPSTREAM_KEEP_BROKER:-0}" = 1 ]; then return; fi
+  if [ "${started_connect:-0}" = 1 ]; then deploy/connect/connect.sh stop || true; fi
+  if [ "${started_pg:-0}" = 1 ]; then deploy/postgres/pg.sh reset || true; fi
   if [ "${started_secure:-0}" = 1 ]; then deploy/kafka/secure.sh stop || true; fi
   if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh reset || true; fi
 }
@@ -113,6 +120,30 @@ if [ -n "${DPSTREAM_TEST_SECURE_BROKER:-}" ]; then
 elif [ -x deploy/kafka/secure.sh ]; then
   step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" \
     start_with deploy/kafka/secure.sh DPSTREAM_TEST_SECURE_BROKER started_secure
+fi
+
+# Kafka Connect and PostgreSQL, for the walkthrough's Connect variant
+# (cmd/dpstream TestKafkaConnectPostgres: dpstream's JSON releases through
+# the JDBC sink into a table): a standalone Connect worker
+# (deploy/connect/connect.sh, REST on DPSTREAM_CONNECT_PORT, default 58083,
+# against the first broker of DPSTREAM_TEST_BROKERS; ~400 MB from Maven
+# Central on first use) and a private PostgreSQL cluster
+# (deploy/postgres/pg.sh, DPSTREAM_PG_PORT, default 55432). The test gets
+# their URLs in DPSTREAM_TEST_CONNECT and DPSTREAM_TEST_POSTGRES; given in
+# the environment, they are used as they are. A start that fails is a
+# failed step, and the test then skips.
+if [ -n "${DPSTREAM_TEST_CONNECT:-}" ]; then
+  echo "=== test.sh: using the Kafka Connect worker of DPSTREAM_TEST_CONNECT=$DPSTREAM_TEST_CONNECT"
+elif [ -n "${DPSTREAM_TEST_BROKERS:-}" ] && [ -x deploy/connect/connect.sh ]; then
+  export DPSTREAM_CONNECT_BOOTSTRAP="${DPSTREAM_TEST_BROKERS%%,*}"
+  step "start Kafka Connect (deploy/connect/connect.sh, port ${DPSTREAM_CONNECT_PORT:-58083})" \
+    start_with deploy/connect/connect.sh DPSTREAM_TEST_CONNECT started_connect
+fi
+if [ -n "${DPSTREAM_TEST_POSTGRES:-}" ]; then
+  echo "=== test.sh: using the PostgreSQL server of DPSTREAM_TEST_POSTGRES=$DPSTREAM_TEST_POSTGRES"
+elif [ -x deploy/postgres/pg.sh ]; then
+  step "start PostgreSQL (deploy/postgres/pg.sh, port ${DPSTREAM_PG_PORT:-55432})" \
+    start_with deploy/postgres/pg.sh DPSTREAM_TEST_POSTGRES started_pg
 fi
 
 # The Python consumer example (examples/python) is tested against the broker

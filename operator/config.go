@@ -24,6 +24,7 @@ type Config struct {
 	Bounds        BoundsConfig        `mapstructure:"bounds"`
 	Privacy       PrivacyConfig       `mapstructure:"privacy"`
 	Observability ObservabilityConfig `mapstructure:"observability"`
+	Output        OutputConfig        `mapstructure:"output"`
 }
 
 // KafkaConfig says where events come from and where releases go.
@@ -465,6 +466,7 @@ func Default() Config {
 			LogLevel:  "info",
 			LogFormat: "json",
 		},
+		Output: OutputConfig{Format: FormatMsgpack},
 	}
 }
 

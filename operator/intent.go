@@ -38,8 +38,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/dpstream/dpstream/schema"
 )
 
 // intentRecord describes the release messages of a batch of windows that
@@ -171,9 +169,9 @@ func intentMessages(ctx context.Context, c *clients, stateTopic, group, outputTo
 // set it (the intent stores key and value only). A value that does not
 // decode (never written by publish) gets the schedule of the intent's
 // last window, through.
-func intentReleaseTime(cfg Config, value []byte, through int64) time.Time {
-	if r, err := schema.DecodeRelease(value); err == nil {
-		return scheduledAt(cfg, r.WindowEnd)
+func intentReleaseTime(cfg Config, key, value []byte, through int64) time.Time {
+	if r, ok := readRelease(key, value); ok {
+		return scheduledAt(cfg, r.windowEnd)
 	}
 	return scheduledAt(cfg, through)
 }

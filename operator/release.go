@@ -62,7 +62,11 @@ func (o *Operator) release(rec *recovered, ws []windows.Window) (*releaseBatch, 
 		}
 		b.ledger = p.advance(b.ledger, w.Start, w.End)
 		for _, r := range out {
-			b.msgs = append(b.msgs, kafka.Message{Topic: k.OutputTopic, Key: []byte(r.key), Value: r.value, Time: scheduledAt(o.cfg, w.End)})
+			ms, err := o.cfg.Output.messages(k.OutputTopic, r.key, r.value, &r.rel, scheduledAt(o.cfg, w.End))
+			if err != nil {
+				return nil, err
+			}
+			b.msgs = append(b.msgs, ms...)
 		}
 		b.windows = append(b.windows, releasedWindow{w, out, dup, wh, b.ledger.Spent})
 	}

@@ -116,7 +116,7 @@ func (o *Operator) completeIntent(ctx context.Context, st *runState) error {
 			continue
 		}
 		m.Topic = k.OutputTopic
-		m.Time = intentReleaseTime(o.cfg, m.Value, in.Through)
+		m.Time = intentReleaseTime(o.cfg, m.Key, m.Value, in.Through)
 		todo = append(todo, m)
 	}
 	if len(todo) > 0 {

@@ -15,8 +15,6 @@ import (
 	"strings"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/dpstream/dpstream/schema"
 )
 
 // stateVersion is the version of the state record format. Version 1
@@ -169,16 +167,20 @@ func recoverState(ctx context.Context, c *clients, stateTopic, group, outputTopi
 	}
 	err = c.scanTopic(ctx, outputTopic, from, func(m kafka.Message) error {
 		rec.scanned++
-		r, err := schema.DecodeRelease(m.Value)
-		if err != nil || r.Key() != string(m.Key) {
+		r, ok := readRelease(m.Key, m.Value)
+		if !ok {
 			rec.foreign++
 			return nil
 		}
-		if ns, _, ok := strings.Cut(r.ReleaseID, "/"); ok && ns == namespace && r.WindowEnd > rec.lastEnd {
-			rec.lastEnd = r.WindowEnd
+		if ns, _, ok := strings.Cut(r.releaseID, "/"); ok && ns == namespace && r.windowEnd > rec.lastEnd {
+			rec.lastEnd = r.windowEnd
 		}
-		if r.WindowEnd > rec.closedThrough {
-			rec.published[string(m.Key)] = r.WindowEnd
+		if r.windowEnd > rec.closedThrough {
+			// The message's key (a JSON record's value key), and the
+			// release's: a release with a value on the topic is not
+			// noised again (the intent completes its other values).
+			rec.published[string(m.Key)] = r.windowEnd
+			rec.published[r.releaseKey] = r.windowEnd
 		}
 		return nil
 	})

@@ -83,29 +83,8 @@ func TestKafkaWalkthrough(t *testing.T) {
 	// in the walkthrough; dpstream waits for it otherwise.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var logs kafkatest.Buffer
-	run := exec.CommandContext(ctx, bin, append([]string{"run"}, flags...)...)
-	run.Env, run.Stderr = env, &logs
-	producer := exec.CommandContext(ctx, prod, "--brokers", strings.Join(brokers, ","), "--topic", in,
-		"--interval", "1.25s", "--duration", "22s")
-	var plog kafkatest.Buffer
-	producer.Stderr = &plog
-	if err := producer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if run.ProcessState == nil {
-			_ = run.Process.Kill()
-			_ = run.Wait()
-		}
-	}()
-	if err := producer.Wait(); err != nil {
-		t.Fatalf("producer: %v\n%s", err, plog.String())
-	}
-	t.Logf("producer: %s", strings.TrimSpace(plog.String()))
+	run, logs := runWithProducer(t, ctx, env, append([]string{bin, "run"}, flags...),
+		[]string{prod, "--brokers", strings.Join(brokers, ","), "--topic", in, "--interval", "1.25s", "--duration", "22s"})
 
 	// Read the output until a window covered wholly has all four regions.
 	var rels []schema.Release
@@ -225,4 +204,36 @@ func checkStartupSummary(t *testing.T, logs string, plan *operator.Sizing) {
 	if n == 0 {
 		t.Errorf("no series compared; plan:\n%s", fmt.Sprint(plan))
 	}
+}
+
+// runWithProducer starts the producer command and the `dpstream run`
+// command (argument lists, program first) with env, the producer first
+// (it creates the input topic, LogAppendTime, as in the walkthrough),
+// waits for the producer to finish and returns the running dpstream with
+// its log. dpstream is killed at the end of the test if still running.
+func runWithProducer(t *testing.T, ctx context.Context, env, runArgs, producerArgs []string) (*exec.Cmd, *kafkatest.Buffer) {
+	t.Helper()
+	logs := &kafkatest.Buffer{}
+	run := exec.CommandContext(ctx, runArgs[0], runArgs[1:]...)
+	run.Env, run.Stderr = env, logs
+	producer := exec.CommandContext(ctx, producerArgs[0], producerArgs[1:]...)
+	var plog kafkatest.Buffer
+	producer.Stderr = &plog
+	if err := producer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if run.ProcessState == nil {
+			_ = run.Process.Kill()
+			_ = run.Wait()
+		}
+	})
+	if err := producer.Wait(); err != nil {
+		t.Fatalf("producer: %v\n%s", err, plog.String())
+	}
+	t.Logf("producer: %s", strings.TrimSpace(plog.String()))
+	return run, logs
 }
