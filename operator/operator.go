@@ -397,7 +397,13 @@ func (o *Operator) retry(ctx context.Context, op string, fn func(context.Context
 		}
 		o.health.brokerError(op, err) // /readyz shows the cause
 		o.m.brokerErrors.WithLabelValues(op).Inc()
-		o.log.Warn("broker operation failed; retrying", "op", op, "err", err, "backoff", backoff)
+		if errors.Is(err, ErrTopicMissing) {
+			// A configuration error (a misspelt topic, or one not
+			// created yet) that retrying alone does not fix.
+			o.log.Error("a configured topic does not exist; not consuming, retrying", "op", op, "err", err, "backoff", backoff)
+		} else {
+			o.log.Warn("broker operation failed; retrying", "op", op, "err", err, "backoff", backoff)
+		}
 		if !sleep(ctx, backoff) {
 			return ctx.Err()
 		}
