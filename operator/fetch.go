@@ -49,13 +49,15 @@ func putItems(s []item) {
 	itemPool.Put(&s)
 }
 
-// decode fills it.ev and it.reason from it.m with dec.
+// decode fills it.ev and it.reason from it.m with dec, and on failure
+// it.absent and it.wrong (the input shape).
 func decode(dec *schema.Decoder, it *item) {
 	if err := dec.Decode(it.m.Value, &it.ev); err != nil {
 		it.reason = schema.ReasonOf(err)
 		if it.reason == schema.ReasonNone {
 			it.reason = schema.ReasonMalformed
 		}
+		it.absent, it.wrong = dec.Shape()
 	}
 }
 

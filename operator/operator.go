@@ -33,7 +33,8 @@ type Operator struct {
 	instance string
 	hook     func(Published)
 	health   health
-	token    []byte // scale-out: this instance's token in both consumer groups (balance.go)
+	shape    *shapeCheck // the input-shape check (shape.go)
+	token    []byte      // scale-out: this instance's token in both consumer groups (balance.go)
 	// identity is this deployment's, recorded in every state record and
 	// checked against the recorded one at start (deployment.go); set by
 	// Run before anything reads the state.
@@ -143,6 +144,9 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	}
 	if s := o.plan.sel; s != nil {
 		o.m.noiseScale.WithLabelValues("selection", "units", s.noise.mech.Name()).Set(s.noise.scale)
+	}
+	if o.shape, err = newShapeCheck(cfg.Schema, &o.health); err != nil {
+		return nil, err
 	}
 	o.health.set(false, "starting")
 	return o, nil

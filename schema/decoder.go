@@ -83,6 +83,9 @@ type Decoder struct {
 	gbuf    []byte   // the group being built
 	nbuf    [24]byte // integers written in decimal
 	groups  map[string]string
+
+	scanned bool             // the last Decode read the message as a map (Shape)
+	keyHook func(key []byte) // called with every string key while set (Keys)
 }
 
 // NewDecoder validates cfg and returns a Decoder for it.
@@ -195,6 +198,7 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 			r = d.scanJSON(msg)
 		}
 	}
+	d.scanned = r == ReasonNone
 	if r != ReasonNone {
 		return &Error{Reason: r}
 	}
@@ -242,6 +246,9 @@ func (d *Decoder) scanMsgpack(msg []byte) Reason {
 		if isStr {
 			if len(key) > d.cfg.MaxKeyLen {
 				return ReasonOversized
+			}
+			if d.keyHook != nil {
+				d.keyHook(key)
 			}
 			i = d.lookup(key)
 		}

@@ -59,6 +59,9 @@ func (d *Decoder) scanJSON(msg []byte) Reason {
 			if len(key) > d.cfg.MaxKeyLen {
 				return ReasonOversized
 			}
+			if d.keyHook != nil {
+				d.keyHook(key)
+			}
 			i := d.lookup(key)
 			d.scratch = d.scratch[:mark] // the key is no longer needed
 			if i < 0 {
