@@ -137,16 +137,23 @@ func (s *shapeCheck) observe(log *slog.Logger, msg []byte, absent, wrong uint64)
 // countNames counts the top-level key names of msg in the tally.
 func (s *shapeCheck) countNames(msg []byte) {
 	s.tallied++
+	tallyNames(s.dec, s.tally, msg)
+}
+
+// tallyNames counts, in tally, the top-level key names of msg (decoded by
+// dec): at most shapeMaxTally keys of a record, and shapeMaxTally
+// distinct names in all.
+func tallyNames(dec *schema.Decoder, tally map[string]int, msg []byte) {
 	seen := 0
-	s.dec.Keys(msg, func(k []byte) {
+	dec.Keys(msg, func(k []byte) {
 		seen++
 		if seen > shapeMaxTally {
 			return
 		}
-		if n, ok := s.tally[string(k)]; ok {
-			s.tally[string(k)] = n + 1
-		} else if len(s.tally) < shapeMaxTally {
-			s.tally[string(k)] = 1
+		if n, ok := tally[string(k)]; ok {
+			tally[string(k)] = n + 1
+		} else if len(tally) < shapeMaxTally {
+			tally[string(k)] = 1
 		}
 	})
 }
@@ -164,14 +171,18 @@ func (s *shapeCheck) finding(i int) string {
 }
 
 // names returns the key names that at least half of the sampled records
-// carry, sorted, at most shapeMaxNames, each cut to shapeMaxNameLen
-// bytes and quoted; "(none)" when there are none (e.g. records that are
-// not maps).
+// carry (nameList).
 func (s *shapeCheck) names() string {
-	need := max(s.tallied, shapeSample) / 2
+	return nameList(s.tally, max(s.tallied, shapeSample)/2)
+}
+
+// nameList returns the names of tally counted at least need (≥ 1) times,
+// sorted, at most shapeMaxNames, each cut to shapeMaxNameLen bytes and
+// quoted; "(none)" when there are none (e.g. records that are not maps).
+func nameList(tally map[string]int, need int) string {
 	var out []string
-	for k, n := range s.tally {
-		if n >= need && n > 0 {
+	for k, n := range tally {
+		if n >= max(need, 1) {
 			out = append(out, k)
 		}
 	}
