@@ -51,7 +51,7 @@ type CheckOptions struct {
 	// Timeout bounds the whole check (default DefaultCheckTimeout).
 	Timeout time.Duration
 	// Sample is the most input records read for the shape check
-	// (default shapeRun), the latest ones of each partition.
+	// (default shapeBlock), the latest ones of each partition.
 	Sample int
 }
 
@@ -76,7 +76,7 @@ func Check(ctx context.Context, cfg Config, opts CheckOptions) []CheckResult {
 		opts.Timeout = DefaultCheckTimeout
 	}
 	if opts.Sample <= 0 {
-		opts.Sample = shapeRun
+		opts.Sample = shapeBlock
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()

@@ -2,39 +2,49 @@ package operator
 
 // shape.go is the input-shape check: from the decode stage, by configured
 // field name only, it notices a configured field (time_field, unit_field,
-// a group_by field, histogram.field, value_field) that is absent from, or
-// of the wrong type in, every one of shapeRun consecutive decoded records
-// — a misspelt field name, which makes every event a skipped one while
-// the public groups keep being published as pure noise. It then logs an
-// ERROR naming the field and the field names the records do carry, and
-// /readyz answers 503 with the same reason until a record carries the
-// field again. Never a value, never a count of anything in the data: what
-// it reveals, and why that is safe, is in docs/operations.md ("Input
-// shape").
+// a group_by field, histogram.field, value_field) that fewer than 1% of
+// a block of 1000 consecutive decoded records carry with a type its role
+// accepts — a misspelt field name, which makes every event a skipped one
+// while the public groups keep being published as pure noise. It then
+// logs an ERROR naming the field and the field names most records do
+// carry, and /readyz answers 503 with the same reason until a block in
+// which at least 5% carry it. Never a value, never a count of anything in
+// the data: what it reveals, and why that is acceptable, is in
+// docs/operations.md ("Input shape").
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/dpstream/dpstream/schema"
 )
 
-// shapeRun is the number of consecutive decoded records that must all
-// lack a configured field (absent, null, or of a type its role does not
-// accept) before the check reports it. A fixed number, not a share of the
-// data: a field that a normal share of events carries resets the run long
-// before, and a field missing from 1000 records in a row is missing from
-// at least 99.9% of the input.
-const shapeRun = 1000
+// shapeBlock is the number of consecutive decoded records the check
+// judges at a time: a fixed number, never a share of time, so that what
+// it reports does not depend on the input rate, and large, so that a
+// field is judged by many records (docs/operations.md, "Input shape").
+const shapeBlock = 1000
+
+// shapeFirePercent and shapeClearPercent are the shares of a block that
+// decide: a field that fewer than 1% of a block's records carry (with a
+// type its roles accept) is reported; a reported field is cleared by a
+// block in which at least 5% carry it. A field an event carries now and
+// then is never reported; a single record can change a block's verdict
+// only when the block holds exactly shapeFireBelow−1 (or
+// shapeClearFrom−1) other records with the field.
+const (
+	shapeFirePercent  = 1
+	shapeClearPercent = 5
+)
 
 // shapeSample is the number of records whose top-level key names are
-// counted (the last shapeSample records of a run, before it is
-// reported); a name is listed only when at least half of them carry it
-// (shapeSample/2), so that a name one unit's few records carry is not.
+// counted: the last shapeSample records of a block in which a field may
+// end below the reporting threshold. A name is listed only when at least
+// half of them carry it (shapeSample/2 records), so that a name that
+// only a few records carry is not.
 const shapeSample = 100
 
 // shapeMaxNames and shapeMaxNameLen bound the names listed: at most 20
@@ -50,20 +60,23 @@ const (
 )
 
 // shapeCheck is the operator's input-shape check. observe is called for
-// every decoded record, from the generation loop.
+// every decoded record by the generation loop, one goroutine at a time
+// (generations run one after another), so it has no lock; what it
+// reports goes to health's atomics.
 type shapeCheck struct {
 	health *health
-	run    int // shapeRun; tests lower it
+	block  int // shapeBlock; tests lower it
 	dec    *schema.Decoder
 	fields []schema.FieldInfo
-	active atomic.Bool // a run is under way or a field is reported: observe must look
 
-	mu      sync.Mutex
-	runs    []int  // consecutive records without field i (capped at run)
-	absent  []int  // of those, the records where it was absent (the others: wrong type)
-	firing  uint64 // fields reported now (bit i: fields[i])
-	tally   map[string]int
-	tallied int // records counted in tally
+	pos      int   // records of the current block so far
+	miss     []int // per field: records of the block without it (absent or wrong type)
+	absent   []int // per field: of those, the records where it was absent
+	sampling bool  // counting names: some field may end the block below the threshold
+	tally    map[string]int
+	firing   uint64   // fields reported now (bit i: fields[i])
+	findings []string // per reported field: what was found
+	seen     string   // the names listed when the last field was reported
 }
 
 // newShapeCheck returns the check of the fields of cfg.
@@ -76,68 +89,82 @@ func newShapeCheck(cfg schema.Config, h *health) (*shapeCheck, error) {
 	if len(f) > schema.ShapeFields {
 		f = f[:schema.ShapeFields]
 	}
-	return &shapeCheck{health: h, run: shapeRun, dec: dec, fields: f,
-		runs: make([]int, len(f)), absent: make([]int, len(f)), tally: map[string]int{}}, nil
+	return &shapeCheck{health: h, block: shapeBlock, dec: dec, fields: f, miss: make([]int, len(f)),
+		absent: make([]int, len(f)), findings: make([]string, len(f)), tally: map[string]int{}}, nil
 }
 
+// fireBelow and clearFrom are the thresholds of a block of s.block
+// records (shapeFirePercent, shapeClearPercent; at least 1).
+func (s *shapeCheck) fireBelow() int { return max(1, s.block*shapeFirePercent/100) }
+func (s *shapeCheck) clearFrom() int { return max(1, s.block*shapeClearPercent/100) }
+
 // observe takes the shape of one decoded record (msg, and the masks
-// schema.Decoder.Shape returned for it) and logs with log when a field is
-// reported or seen again.
+// schema.Decoder.Shape returned for it) and, at the end of a block,
+// reports with log the fields that crossed a threshold.
 func (s *shapeCheck) observe(log *slog.Logger, msg []byte, absent, wrong uint64) {
-	bad := absent | wrong
-	if s == nil || (bad == 0 && !s.active.Load()) {
-		return // the common case: every field there, nothing under way
+	if s == nil {
+		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.pos++
+	if bad := absent | wrong; bad != 0 {
+		for i := range s.fields {
+			if bad&(1<<i) != 0 {
+				s.miss[i]++
+				if absent&(1<<i) != 0 {
+					s.absent[i]++
+				}
+			}
+		}
+	}
+	if s.pos == s.block-shapeSample+1 || (s.pos == 1 && s.block <= shapeSample) {
+		// Carriers only grow: a field carried by fireBelow records
+		// already cannot end the block below it.
+		s.sampling = slices.ContainsFunc(s.miss, func(m int) bool { return s.pos-m < s.fireBelow() })
+	}
+	if s.sampling {
+		tallyNames(s.dec, s.tally, msg)
+	}
+	if s.pos == s.block {
+		s.endBlock(log)
+	}
+}
+
+// endBlock judges every field by the block that ends and starts the
+// next one.
+func (s *shapeCheck) endBlock(log *slog.Logger) {
 	var fired []int
-	changed, maxRun := false, 0
+	changed := false
 	for i := range s.fields {
-		bit := uint64(1) << i
-		if bad&bit == 0 {
-			s.runs[i], s.absent[i] = 0, 0
-			if s.firing&bit != 0 {
-				s.firing &^= bit
-				changed = true
-				log.Info("input shape: a configured field is in the input again", "field", s.fields[i].Name)
-			}
-			continue
-		}
-		if s.runs[i] < s.run {
-			s.runs[i]++
-			if absent&bit != 0 {
-				s.absent[i]++
-			}
-		}
-		maxRun = max(maxRun, s.runs[i])
-		if s.runs[i] == s.run && s.firing&bit == 0 {
+		bit, carriers := uint64(1)<<i, s.block-s.miss[i]
+		switch {
+		case carriers < s.fireBelow() && s.firing&bit == 0:
 			s.firing |= bit
+			s.findings[i] = s.finding(i)
 			fired = append(fired, i)
+		case carriers >= s.clearFrom() && s.firing&bit != 0:
+			s.firing &^= bit
+			changed = true
+			log.Info("input shape: a configured field is in the input again", "field", s.fields[i].Name,
+				"finding", fmt.Sprintf("carried by at least %d%% of the last %d decoded records", shapeClearPercent, s.block))
 		}
 	}
-	switch {
-	case maxRun == 0:
-		clear(s.tally)
-		s.tallied = 0
-	case maxRun > s.run-shapeSample && s.tallied < shapeSample:
-		s.countNames(msg)
+	if len(fired) > 0 {
+		s.seen = nameList(s.tally, shapeSample/2)
+		changed = true
 	}
 	for _, i := range fired {
 		log.Error("input shape: a configured field is missing from the input (or of the wrong type); its events are skipped "+
 			"(check the schema's field names against the producers', case-sensitive and top-level)",
 			"field", s.fields[i].Name, "config", strings.Join(s.fields[i].Roles, ","),
-			"finding", s.finding(i), "fields_seen", s.names())
+			"finding", s.findings[i], "fields_seen", s.seen)
 	}
-	if changed || len(fired) > 0 {
+	if changed {
 		s.health.shapeProblem(s.reason())
 	}
-	s.active.Store(maxRun > 0 || s.firing != 0)
-}
-
-// countNames counts the top-level key names of msg in the tally.
-func (s *shapeCheck) countNames(msg []byte) {
-	s.tallied++
-	tallyNames(s.dec, s.tally, msg)
+	s.pos, s.sampling = 0, false
+	clear(s.miss)
+	clear(s.absent)
+	clear(s.tally)
 }
 
 // tallyNames counts, in tally, the top-level key names of msg (decoded by
@@ -158,22 +185,16 @@ func tallyNames(dec *schema.Decoder, tally map[string]int, msg []byte) {
 	})
 }
 
-// finding says how field i was missing.
+// finding says how field i was missing from the block that ends.
 func (s *shapeCheck) finding(i int) string {
-	n := strconv.Itoa(s.run)
+	how := "absent from or of the wrong type in"
 	switch s.absent[i] {
-	case s.runs[i]:
-		return "absent from each of the last " + n + " decoded records"
+	case s.miss[i]:
+		how = "absent from"
 	case 0:
-		return "of the wrong type in each of the last " + n + " decoded records"
+		how = "of the wrong type in"
 	}
-	return "absent or of the wrong type in each of the last " + n + " decoded records"
-}
-
-// names returns the key names that at least half of the sampled records
-// carry (nameList).
-func (s *shapeCheck) names() string {
-	return nameList(s.tally, max(s.tallied, shapeSample)/2)
+	return fmt.Sprintf("%s more than %d%% of the last %d decoded records", how, 100-shapeFirePercent, s.block)
 }
 
 // nameList returns the names of tally counted at least need (≥ 1) times,
@@ -209,11 +230,11 @@ func (s *shapeCheck) reason() string {
 	var parts []string
 	for i, f := range s.fields {
 		if s.firing&(1<<i) != 0 {
-			parts = append(parts, "input shape: field "+strconv.Quote(f.Name)+" ("+strings.Join(f.Roles, ",")+") "+s.finding(i))
+			parts = append(parts, "input shape: field "+strconv.Quote(f.Name)+" ("+strings.Join(f.Roles, ",")+") "+s.findings[i])
 		}
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return strings.Join(parts, "; ") + "; fields seen: " + s.names()
+	return strings.Join(parts, "; ") + "; fields seen: " + s.seen
 }

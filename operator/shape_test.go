@@ -67,14 +67,15 @@ func event(i int, regionKey string, extra ...string) string {
 	return s + "}"
 }
 
-// TestShapeMisspeltField: a group-by field absent from shapeRun
-// consecutive records is reported exactly at the shapeRun-th (not one
-// before), with an ERROR naming it and the names most records carry (not
-// a name few records carry, and no value); /readyz answers 503 with the
-// reason; one record carrying the field clears it (INFO, /readyz 200).
+// TestShapeMisspeltField: a group-by field absent from every record is
+// reported at the end of the first block of shapeBlock records (not one
+// record before), with an ERROR naming it and the names most records
+// carry (not a name a tenth of them carry, and no value); /readyz answers
+// 503 with the reason; a block in which 49 records carry the field does
+// not clear it, one in which 50 (5%) do clears it (INFO, /readyz 200).
 func TestShapeMisspeltField(t *testing.T) {
 	st := newShapeTest(t)
-	for i := range shapeRun - 1 {
+	for i := range shapeBlock - 1 {
 		var extra []string
 		if i%10 == 0 {
 			extra = []string{"rare_key"} // 10% of the records: never listed
@@ -82,12 +83,12 @@ func TestShapeMisspeltField(t *testing.T) {
 		st.feed(event(i, "regoin", extra...))
 	}
 	if code, body := st.readyz(); code != http.StatusOK || strings.Contains(st.buf.String(), "ERROR") {
-		t.Fatalf("after %d records: /readyz %d %q, log %q; want nothing reported yet", shapeRun-1, code, body, st.buf.String())
+		t.Fatalf("after %d records: /readyz %d %q, log %q; want nothing reported yet", shapeBlock-1, code, body, st.buf.String())
 	}
-	st.feed(event(shapeRun, "regoin"))
+	st.feed(event(shapeBlock, "regoin"))
 	log := st.buf.String()
 	for _, w := range []string{"level=ERROR", `field=region`, "config=group_by",
-		fmt.Sprintf("absent from each of the last %d decoded records", shapeRun),
+		fmt.Sprintf("absent from more than 99%% of the last %d decoded records", shapeBlock),
 		`fields_seen="\"cat\", \"regoin\", \"ts\", \"user\", \"v\""`} {
 		if !strings.Contains(log, w) {
 			t.Errorf("log lacks %q:\n%s", w, log)
@@ -99,34 +100,68 @@ func TestShapeMisspeltField(t *testing.T) {
 		}
 	}
 	code, body := st.readyz()
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, `input shape: field "region" (group_by) absent from each`) ||
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `input shape: field "region" (group_by) absent from more than 99%`) ||
 		!strings.Contains(body, `fields seen: "cat", "regoin"`) {
 		t.Errorf("/readyz = %d %q; want 503 naming the field and the fields seen", code, body)
 	}
-	st.feed(event(0, "region"))
+	feedBlock(st, 49)
+	if code, _ := st.readyz(); code != http.StatusServiceUnavailable {
+		t.Errorf("a block with 49 records carrying the field cleared it")
+	}
+	feedBlock(st, 50)
 	if code, body := st.readyz(); code != http.StatusOK {
-		t.Errorf("after a record with the field: /readyz = %d %q, want 200", code, body)
+		t.Errorf("after a block with 50 records carrying the field: /readyz = %d %q, want 200", code, body)
 	}
 	if !strings.Contains(st.buf.String(), "field is in the input again") {
 		t.Errorf("no INFO line when the field came back:\n%s", st.buf.String())
 	}
 }
 
-// TestShapeSometimesAbsent: a field absent from most records but present
-// at least once in every shapeRun consecutive ones (here once every
-// shapeRun−1 records, the most absent it can be), and records absent a
-// field for other reasons (malformed), never report anything.
+// feedBlock feeds one block of shapeBlock records of which carriers
+// (spread evenly) carry the configured field region, the others regoin.
+func feedBlock(st *shapeTest, carriers int) {
+	for i := range shapeBlock {
+		key := "regoin"
+		if carriers > 0 && i%(shapeBlock/carriers) == 0 && i/(shapeBlock/carriers) < carriers {
+			key = "region"
+		}
+		st.feed(event(i, key))
+	}
+}
+
+// TestShapeSometimesAbsent: a field that 10 records of every block carry
+// (1%, the least that is not reported), wherever they are in the block,
+// or that half the records lack, is never reported; 9 in a block are.
 func TestShapeSometimesAbsent(t *testing.T) {
 	st := newShapeTest(t)
-	for i := range 5 * shapeRun {
-		if i%(shapeRun-1) == 0 {
-			st.feed(event(i, "region"))
-		} else {
-			st.feed(event(i, "regoin"))
+	for b := range 5 {
+		for i := range shapeBlock {
+			key := "regoin"
+			if (i+b*37)%(shapeBlock/10) == 0 {
+				key = "region"
+			}
+			st.feed(event(i, key))
 		}
+	}
+	for i := range 3 * shapeBlock {
+		key := "regoin"
+		if i%2 == 0 {
+			key = "region"
+		}
+		st.feed(event(i, key))
 	}
 	if code, body := st.readyz(); code != http.StatusOK || strings.Contains(st.buf.String(), "ERROR") {
 		t.Errorf("/readyz %d %q, log %q; want nothing reported", code, body, st.buf.String())
+	}
+	for i := range shapeBlock {
+		key := "regoin"
+		if i%(shapeBlock/9) == 0 && i/(shapeBlock/9) < 9 {
+			key = "region"
+		}
+		st.feed(event(i, key))
+	}
+	if code, _ := st.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(st.buf.String(), "field=region") {
+		t.Errorf("a block with 9 records carrying the field: /readyz %d, log %q; want it reported", code, st.buf.String())
 	}
 }
 
@@ -142,11 +177,11 @@ func TestShapeWrongTypeAndNames(t *testing.T) {
 		extra = append(extra, fmt.Sprintf("x%02d", i))
 	}
 	extra = append(extra, long)
-	for i := range shapeRun {
+	for i := range shapeBlock {
 		st.feed(strings.Replace(event(i, "region", extra...), `"v":1.5`, `"v":"1.5"`, 1))
 	}
 	log := st.buf.String()
-	if !strings.Contains(log, "field=v") || !strings.Contains(log, "of the wrong type in each of the last") {
+	if !strings.Contains(log, "field=v") || !strings.Contains(log, "of the wrong type in more than 99% of the last") {
 		t.Errorf("log does not report v as of the wrong type:\n%s", log)
 	}
 	if strings.Contains(log, long) || !strings.Contains(log, strings.Repeat("k", shapeMaxNameLen)+"…") || !strings.Contains(log, `\"x13\", …`) {
@@ -154,7 +189,7 @@ func TestShapeWrongTypeAndNames(t *testing.T) {
 	}
 
 	st = newShapeTest(t)
-	for range shapeRun {
+	for range shapeBlock {
 		st.feed(`[1, 2, 3]`)
 	}
 	if log := st.buf.String(); strings.Count(log, "level=ERROR") != 5 || !strings.Contains(log, "fields_seen=(none)") {
