@@ -145,8 +145,10 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	if s := o.plan.sel; s != nil {
 		o.m.noiseScale.WithLabelValues("selection", "units", s.noise.mech.Name()).Set(s.noise.scale)
 	}
-	if o.shape, err = newShapeCheck(cfg.Schema, &o.health); err != nil {
-		return nil, err
+	if cfg.Observability.ShapeCheck {
+		if o.shape, err = newShapeCheck(cfg.Schema, &o.health); err != nil {
+			return nil, err
+		}
 	}
 	o.health.set(false, "starting")
 	return o, nil

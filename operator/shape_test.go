@@ -196,3 +196,22 @@ func TestShapeWrongTypeAndNames(t *testing.T) {
 		t.Errorf("records that are not maps: want 5 fields reported, no names:\n%s", log)
 	}
 }
+
+// TestShapeCheckSwitch: observability.shape_check (default on) turns the
+// check off: an operator without it reports nothing.
+func TestShapeCheckSwitch(t *testing.T) {
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	for _, on := range []bool{true, false} {
+		c.Observability.ShapeCheck = on
+		op, err := New(c, WithKey(testKey()), WithRegistry(prometheus.NewRegistry()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (op.shape != nil) != on {
+			t.Errorf("shape_check %v: check present = %v", on, op.shape != nil)
+		}
+	}
+	if !Default().Observability.ShapeCheck {
+		t.Error("shape_check is off by default")
+	}
+}
