@@ -39,11 +39,15 @@ func TestCheckUnreachable(t *testing.T) {
 }
 
 // TestCheckConfigOffline: --check-config alone still connects to nothing
-// (it says "config ok" for an unreachable broker, as documented).
+// (it says "config ok" for an unreachable broker, as documented), and
+// --connect alone is an error rather than a run.
 func TestCheckConfigOffline(t *testing.T) {
 	t.Setenv("DPSTREAM_KEY", strings.Repeat("ab", 32))
 	out, err := runCLI(t, "run", "--config", exampleConfig, "--brokers", "127.0.0.1:1", "--check-config")
 	if err != nil || strings.Contains(out, "connect") {
 		t.Errorf("--check-config: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, "run", "--config", exampleConfig, "--connect"); err == nil || !strings.Contains(err.Error(), "--connect needs --check-config") {
+		t.Errorf("run --connect without --check-config: %v", err)
 	}
 }

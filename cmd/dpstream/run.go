@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os/signal"
 	"syscall"
 
@@ -35,6 +36,9 @@ committed, and the process exits.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
+			if connect && !check {
+				return errors.New("run: --connect needs --check-config (or use dpstream check)")
+			}
 			if check {
 				cfg, err := configCheck(out, file, cmd.Flags())
 				if err != nil || !connect {
