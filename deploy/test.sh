@@ -1,68 +1,118 @@
 #!/usr/bin/env bash
 # Runs dpstream's whole test suite: starts the project's own Apache Kafka
-# broker (KRaft, 127.0.0.1:9092, fetched from Maven Central on first use) so
-# that the broker integration tests run too, then runs every Go test, the
-# race detector over the concurrent code's tests, and a short fuzz of every
-# fuzz target. Each step prints its result and duration; the first failure
-# stops the script. DPSTREAM_TEST_RACE=0 skips the race step (quicker local
-# runs; CI runs it).
-set -euo pipefail
+# broker (KRaft, fetched from Maven Central on first use) and the TLS/SASL
+# test broker so that the broker integration tests run too, then runs every
+# Go test of every module, the race detector over the concurrent code's
+# tests, and a short fuzz of every fuzz target. Every step runs, whatever
+# the others did; each prints its result and duration, the end prints one
+# line per step, and the script exits non-zero if any step failed.
+#
+# Environment (all optional):
+#   DPSTREAM_KAFKA_PORT          the development broker's port (default 9092;
+#                                its KRaft controller takes the next one, or
+#                                DPSTREAM_KAFKA_CONTROLLER_PORT)
+#   DPSTREAM_SECURE_KAFKA_PORT   the first of the TLS/SASL broker's six ports
+#                                (default 9192: 9192-9197)
+#   DPSTREAM_TEST_BROKERS        use these brokers (host:port,...) instead of
+#                                starting one
+#   DPSTREAM_TEST_SECURE_BROKER  use this TLS/SASL broker (the broker.json
+#                                secure.sh printed) instead of starting one
+#   DPSTREAM_KEEP_BROKER=1       leave the brokers this script started running
+#                                (quicker re-runs), with their data
+#   DPSTREAM_TEST_RACE=0         skip the race step (quicker local runs; CI runs it)
+set -uo pipefail
 cd "$(dirname "$0")/.."
 script_start=$(date +%s)
 
+# The steps' results, in order, for the summary at the end.
+results=()
+status=0
+
 # step NAME CMD...: runs one step and prints its result and duration; a
-# failure ends the script with the step's exit status.
+# failure is recorded (the summary lists it, the exit status is 1) and the
+# next steps run all the same.
 step() {
-  local name="$1" start rc=0
+  local name="$1" start rc=0 line
   shift
   start=$(date +%s)
   echo "=== test.sh: $name"
   "$@" || rc=$?
   if [ "$rc" != 0 ]; then
-    echo "=== test.sh: $name: FAILED (exit $rc, $(($(date +%s) - start)) s)"
-    exit "$rc"
+    line="FAILED  $name (exit $rc, $(($(date +%s) - start)) s)"
+    status=1
+  else
+    line="ok      $name ($(($(date +%s) - start)) s)"
   fi
-  echo "=== test.sh: $name: ok ($(($(date +%s) - start)) s)"
+  echo "=== test.sh: $line"
+  results+=("$line")
 }
 
+# skipped NAME WHY: records a step that did not run.
+skipped() {
+  echo "=== test.sh: $1: skipped ($2)"
+  results+=("skipped $1 ($2)")
+}
+
+# gotest_logged ARGS...: go test ARGS, its output also kept in a file
+# so that the summary can name the packages that failed.
+gotest_log="$(mktemp "${TMPDIR:-/tmp}/dpstream-test.XXXXXX")"
+gotest_logged() {
+  go test "$@" 2>&1 | tee -a "$gotest_log"
+}
+
+# stop_brokers: on exit, the brokers this script started are stopped and
+# their data deleted (kafka.sh reset; secure.sh stop deletes its own), so
+# that the test topics of a run do not pile up in deploy/kafka/data; one
+# that was already running is left as it is, and so are both with
+# DPSTREAM_KEEP_BROKER=1. The jars stay cached in deploy/kafka/lib.
 stop_brokers() {
+  rm -f "$gotest_log"
   if [ "${DPSTREAM_KEEP_BROKER:-0}" = 1 ]; then return; fi
   if [ "${started_secure:-0}" = 1 ]; then deploy/kafka/secure.sh stop || true; fi
-  if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh stop || true; fi
+  if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh reset || true; fi
 }
 trap stop_brokers EXIT
 
-# The brokers are stopped again on exit when this script started them (see
-# stop_brokers above); one that was already running is left running, and so
-# are both with DPSTREAM_KEEP_BROKER=1 (quicker re-runs). Brokers given in
-# the environment (DPSTREAM_TEST_BROKERS, DPSTREAM_TEST_SECURE_BROKER: e.g.
-# those of another checkout, which this checkout's scripts did not start
-# and would refuse to share the ports with) are used as they are.
+# start_with SCRIPT VAR STARTED: starts the broker of SCRIPT
+# (deploy/kafka/kafka.sh or secure.sh) and exports VAR as what its `start`
+# printed (the address, or the path of broker.json); STARTED names the
+# variable that records whether this script started it (stop_brokers).
+start_with() {
+  local out
+  if "$1" status >/dev/null 2>&1; then
+    printf -v "$3" 0
+  else
+    printf -v "$3" 1
+  fi
+  out="$("$1" start)" || return 1
+  export "$2=$out"
+  echo "$2=$out"
+}
+
+# The development broker (deploy/kafka/kafka.sh) on 127.0.0.1 at
+# DPSTREAM_KAFKA_PORT (default 9092): the address the tests get is the one
+# kafka.sh prints. Brokers given in the environment (DPSTREAM_TEST_BROKERS,
+# DPSTREAM_TEST_SECURE_BROKER: e.g. those of another checkout, which this
+# checkout's scripts did not start and would refuse to share the ports
+# with) are used as they are. A broker that does not start is a failed
+# step; the broker tests then skip, and every other step still runs.
 if [ -n "${DPSTREAM_TEST_BROKERS:-}" ]; then
   echo "=== test.sh: using the brokers of DPSTREAM_TEST_BROKERS=$DPSTREAM_TEST_BROKERS"
 elif [ -x deploy/kafka/kafka.sh ]; then
-  if deploy/kafka/kafka.sh status >/dev/null 2>&1; then
-    started_broker=0
-  else
-    started_broker=1
-  fi
-  deploy/kafka/kafka.sh start
-  export DPSTREAM_TEST_BROKERS="${DPSTREAM_TEST_BROKERS:-127.0.0.1:9092}"
+  step "start the broker (deploy/kafka/kafka.sh, port ${DPSTREAM_KAFKA_PORT:-9092})" \
+    start_with deploy/kafka/kafka.sh DPSTREAM_TEST_BROKERS started_broker
 fi
 
 # The TLS/SASL test broker (deploy/kafka/secure.sh): a second broker on
-# 127.0.0.1:9192-9197, fresh certificates and users at every start, for the
-# operator's TestKafkaSecurity and TestKafkaMissingTopic (~9 s to start).
+# 127.0.0.1, six ports from DPSTREAM_SECURE_KAFKA_PORT (default 9192-9197),
+# fresh certificates and users at every start, for the operator's
+# TestKafkaSecurity and TestKafkaMissingTopic (~9 s to start). Its
+# addresses are in the broker.json it prints.
 if [ -n "${DPSTREAM_TEST_SECURE_BROKER:-}" ]; then
   echo "=== test.sh: using the TLS/SASL broker of DPSTREAM_TEST_SECURE_BROKER=$DPSTREAM_TEST_SECURE_BROKER"
 elif [ -x deploy/kafka/secure.sh ]; then
-  if deploy/kafka/secure.sh status >/dev/null 2>&1; then
-    started_secure=0
-  else
-    started_secure=1
-  fi
-  secure_json="$(deploy/kafka/secure.sh start)"
-  export DPSTREAM_TEST_SECURE_BROKER="$secure_json"
+  step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" \
+    start_with deploy/kafka/secure.sh DPSTREAM_TEST_SECURE_BROKER started_secure
 fi
 
 # The Python consumer example (examples/python) is tested against the broker
@@ -80,18 +130,24 @@ if command -v python3 >/dev/null 2>&1; then
 fi
 
 step "go vet" go vet ./...
-step "go test ./..." go test -count=1 -timeout 20m ./...
+step "go test ./..." gotest_logged -count=1 -timeout 20m ./...
 
 # The deployment artefacts are Go modules of their own (outside ./...): the
 # OCI image (builds it twice, ~1-3 min with a cold build cache) and the
 # Kubernetes manifests (strict decoding against the API types).
-step "deploy/image: go vet, go test" sh -c 'cd deploy/image && go vet ./... && go test -count=1 -timeout 15m ./...'
-step "deploy/k8s: go vet, go test" sh -c 'cd deploy/k8s && go vet ./... && go test -count=1 -timeout 10m ./...'
+# in_module DIR ARGS...: go vet and go test ARGS in the module at DIR.
+in_module() {
+  local dir="$1"
+  shift
+  (cd "$dir" && go vet ./... && gotest_logged "$@" ./...)
+}
+step "deploy/image: go vet, go test" in_module deploy/image -count=1 -timeout 15m
+step "deploy/k8s: go vet, go test" in_module deploy/k8s -count=1 -timeout 10m
 # The peer accuracy benchmark (internal/peers, a module of its own that
 # imports Google's differential-privacy library; never a dependency of
 # dpstream): its harness tests, in seconds with -short. The measurement
 # itself is run by hand (docs/performance.md).
-step "internal/peers: go vet, go test -short" sh -c 'cd internal/peers && go vet ./... && go test -count=1 -short ./...'
+step "internal/peers: go vet, go test -short" in_module internal/peers -count=1 -short
 
 # The race detector, over the tests that run dpstream's concurrent code:
 # the operator's run loop (fetch goroutines, the core loop, scale-out's
@@ -104,13 +160,15 @@ step "internal/peers: go vet, go test -short" sh -c 'cd internal/peers && go vet
 # and ./privacy (513 s; its caches are shared by the operator's goroutines
 # and so raced in the operator tests above).
 race() {
-  go test -race -count=1 -timeout 15m ./schema ./privacy/continual &&
-    go test -race -count=1 -timeout 15m \
-      -run 'TestRunFakeBroker|TestBrokerUnreachable|TestKafkaEndToEnd|TestKafkaScaleOut|TestKafkaCrash|TestCompat' ./operator &&
-    go test -race -count=1 -timeout 15m -run 'TestDemoEmbedded' ./internal/demo
+  local rc=0
+  gotest_logged -race -count=1 -timeout 15m ./schema ./privacy/continual || rc=1
+  gotest_logged -race -count=1 -timeout 15m \
+    -run 'TestRunFakeBroker|TestBrokerUnreachable|TestKafkaEndToEnd|TestKafkaScaleOut|TestKafkaCrash|TestCompat' ./operator || rc=1
+  gotest_logged -race -count=1 -timeout 15m -run 'TestDemoEmbedded' ./internal/demo || rc=1
+  return "$rc"
 }
 if [ "${DPSTREAM_TEST_RACE:-1}" = 0 ]; then
-  echo "=== test.sh: go test -race: skipped (DPSTREAM_TEST_RACE=0)"
+  skipped "go test -race" "DPSTREAM_TEST_RACE=0"
 else
   step "go test -race" race
 fi
@@ -140,4 +198,19 @@ for pkg in ./schema ./windows ./operator; do
       go test -run '^$' -fuzz "^${target}\$" -fuzztime "$(fuzz_budget "$target")" -parallel 2 "$pkg"
   done
 done
-echo "=== test.sh: all steps ok ($(($(date +%s) - script_start)) s)"
+
+# The summary: one line per step, then the packages whose tests failed.
+echo
+echo "=== test.sh: summary ($(($(date +%s) - script_start)) s)"
+for line in "${results[@]}"; do echo "  $line"; done
+failed_pkgs="$(grep -E '^FAIL[[:space:]]' "$gotest_log" 2>/dev/null | sort -u || true)"
+if [ -n "$failed_pkgs" ]; then
+  echo "  failed packages:"
+  printf '%s\n' "$failed_pkgs" | sed 's/^/    /'
+fi
+if [ "$status" = 0 ]; then
+  echo "=== test.sh: all steps ok"
+else
+  echo "=== test.sh: FAILED (see the steps above)"
+fi
+exit "$status"

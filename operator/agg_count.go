@@ -10,7 +10,8 @@ import (
 
 // countAgg is the count aggregate: the number of kept values (events) per
 // group, one integer per group noised with windows.Sensitivities.Count
-// (max_groups coordinates, each moved by at most max_values).
+// (max_groups coordinates, each moved by at most max_values; with
+// max_contributions, L1 and L2 bounded by it too, plan_bounds.go).
 type countAgg struct{ aggBase }
 
 func (countAgg) name() string      { return AggCount }
@@ -28,6 +29,7 @@ func (countAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) (
 }
 
 func (countAgg) expect(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
-	// A unit adds at most max_values events to a group's count.
-	return []seriesExpectation{{series: schema.SeriesCount, expected: units * math.Min(events, float64(p.bounds.MaxValues))}}
+	// A unit adds at most max_values events to a group's count (and at
+	// most max_contributions in all).
+	return []seriesExpectation{{series: schema.SeriesCount, expected: units * p.totalCap(math.Min(events, float64(p.bounds.MaxValues)))}}
 }

@@ -11,7 +11,8 @@ import (
 // histogramAgg is the histogram aggregate: the count of every bucket of
 // schema.histogram per group, one integer vector (a cell per bucket label)
 // noised with windows.Sensitivities.Histogram (max_groups × max_buckets
-// coordinates, each moved by at most max_per_bucket).
+// coordinates, each moved by at most max_per_bucket; with
+// max_contributions, L1 and L2 bounded by it too, plan_bounds.go).
 type histogramAgg struct{ aggBase }
 
 func (histogramAgg) name() string      { return AggHistogram }
@@ -39,8 +40,9 @@ func (histogramAgg) release(p *plan, ap *aggPlan, g *windows.Group, s *rng.Strea
 
 func (histogramAgg) expect(p *plan, _ *aggPlan, units, events float64) []seriesExpectation {
 	// A unit adds at most max_buckets × max_per_bucket events to a
-	// group's histogram; assumed spread evenly over the buckets.
+	// group's histogram (and at most max_contributions in all); assumed
+	// spread evenly over the buckets.
 	nb := float64(max(len(p.labels), 1))
-	per := math.Min(events, float64(p.bounds.MaxBuckets*p.bounds.MaxPerBucket))
+	per := p.totalCap(math.Min(events, float64(p.bounds.MaxBuckets*p.bounds.MaxPerBucket)))
 	return []seriesExpectation{{series: schema.SeriesCounts, expected: units * per / nb}}
 }

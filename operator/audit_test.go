@@ -323,7 +323,8 @@ func coordValues(p *plan, w *windows.Window) ([]auditCoord, []int64) {
 // went down (other units' events lost), and the violations of the
 // sensitivity the noise is calibrated for: a window released under only
 // one input, more than L0 coordinates changed in a window, a change larger
-// than L∞, a coordinate lowered by adding a unit.
+// than L∞, a total change larger than L1, a coordinate lowered by adding a
+// unit.
 func neighbourDiff(p *plan, r0, r1 auditRun) (worst auditCoord, v0, v1, lost int64, problems []string) {
 	sens := p.aggs[0].noises[0].sens
 	by1 := map[int64]*windows.Window{}
@@ -345,12 +346,13 @@ func neighbourDiff(p *plan, r0, r1 auditRun) (worst auditCoord, v0, v1, lost int
 			problems = append(problems, fmt.Sprintf("window %d: different coordinates", auditWindowIndex(w0.Start)))
 			continue
 		}
-		changed := 0
+		changed, l1 := 0, int64(0)
 		for j := range cs {
 			d := b[j] - a[j]
 			if d != 0 {
 				changed++
 			}
+			l1 += max(d, -d)
 			if d < 0 {
 				lost -= d
 				problems = append(problems, fmt.Sprintf("window %d group %v cell %d: %d → %d (lowered by adding a unit)", auditWindowIndex(w0.Start), mustValues(cs[j].group), cs[j].cell, a[j], b[j]))
@@ -363,6 +365,9 @@ func neighbourDiff(p *plan, r0, r1 auditRun) (worst auditCoord, v0, v1, lost int
 		}
 		if float64(changed) > sens.L0 {
 			problems = append(problems, fmt.Sprintf("window %d: %d coordinates changed (more than L0 = %g)", auditWindowIndex(w0.Start), changed, sens.L0))
+		}
+		if float64(l1) > sens.L1 {
+			problems = append(problems, fmt.Sprintf("window %d: coordinates changed by %d in total (more than L1 = %g)", auditWindowIndex(w0.Start), l1, sens.L1))
 		}
 	}
 	for s := range by1 {
@@ -517,22 +522,35 @@ var streamScenarios = []streamScenario{
 // finds no violation and the estimated ε lower bound stays ≤ the claimed
 // ε. False-failure rate: ≤ 6 × streamAuditAlpha = 6e-6 for a random test
 // key; with the fixed key the outcome is deterministic.
+//
+// "histogram-total" is the histogram under a total bound of 3 below its 3
+// cells × 3 per cell (bounds.max_contributions, issue 20): its noise is
+// calibrated on L1 = 3 (discrete Laplace scale 3 instead of 9), and the
+// exact check verifies that adding a unit moves the window's coordinates
+// by at most 3 in total (the flooding unit tries 9).
 func TestStreamingPrivacyAudit(t *testing.T) {
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
-	for _, agg := range []string{AggCount, AggHistogram} {
+	for _, name := range []string{AggCount, AggHistogram, "histogram-total"} {
+		agg, total := strings.CutSuffix(name, "-total")
 		c := streamAuditConfig(agg)
+		if total {
+			c.Bounds.MaxBuckets, c.Bounds.MaxPerBucket, c.Bounds.MaxContributions = 3, 3, 3
+		}
 		o, err := New(c, WithKey(testKey()))
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := o.plan
+		if sc := p.aggs[0].noises[0].scale; total && (sc < 3 || sc > 3*(1+1e-12)) {
+			t.Fatalf("%s: scale %g, want 3 rounded up (L1 = 3 at ε = 1)", name, sc)
+		}
 		items := baseItems(base, c.Windows.AllowedLateness)
 		d := runWindows(t, c, o, auditMessages(items))
 		if len(d.windows) != streamAuditWindows {
 			t.Fatalf("%s: D released %d windows, want %d", agg, len(d.windows), streamAuditWindows)
 		}
 		for _, sc := range streamScenarios {
-			t.Run(agg+"/"+sc.name, func(t *testing.T) {
+			t.Run(name+"/"+sc.name, func(t *testing.T) {
 				extra := sc.extra(c)
 				d1 := runWindows(t, c, o, auditMessages(append(slices.Clone(items), extra...)))
 				worst, v0, v1, lost, problems := neighbourDiff(p, d, d1)
@@ -546,7 +564,7 @@ func TestStreamingPrivacyAudit(t *testing.T) {
 					t.Fatalf("the unit changed no released coordinate")
 				}
 				eps, where, tested := auditCoordinate(t, p, c.Kafka.namespace(), windowAt(t, d, worst.start), windowAt(t, d1, worst.start),
-					worst, v0, v1, streamAuditTrials, agg+"/"+sc.name)
+					worst, v0, v1, streamAuditTrials, name+"/"+sc.name)
 				t.Logf("%d + %d input events (D': %s); audited window %d, group %v, cell %d: true %d → %d; ε̂ = %.4f (claim ε = %g, δ = %g; event %s; %d event-directions, %d releases per side)",
 					len(items), len(extra), statuses(d1.stats), auditWindowIndex(worst.start), mustValues(worst.group), worst.cell, v0, v1,
 					eps, p.window.Epsilon, p.window.Delta, where, tested, streamAuditTrials)

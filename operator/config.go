@@ -241,6 +241,17 @@ type BoundsConfig struct {
 	MaxPerBucket int `mapstructure:"max_per_bucket"`
 	// MaxValues is the number of values one unit may add per group.
 	MaxValues int `mapstructure:"max_values"`
+	// MaxContributions is the most one unit may add per window in total
+	// to the histogram (over all its cells and groups) and to the count
+	// (over all groups): the L1 bound beside max_buckets (L0) and
+	// max_per_bucket (L∞). 0 (the default) leaves it unset: only the
+	// products groups × cells × per-cell and groups × values bound a unit
+	// then. Below those products it cuts the noise (Laplace-like noise on
+	// L1, Gaussian on L2; windows.Config.MaxContributions, Sensitivities);
+	// a unit over it keeps a keyed uniformly random subset of its
+	// contributions. Omitted from the release digest when 0, so digests
+	// without it are unchanged.
+	MaxContributions int `mapstructure:"max_contributions" json:",omitempty"`
 	// MaxUnits caps the privacy units tracked per window (0: no cap, the
 	// default). When more units appear, a keyed uniformly random subset of
 	// MaxUnits units is kept and the events of the others are dropped

@@ -151,11 +151,9 @@ func (o *Operator) checkAssignment(ctx, gctx, mctx context.Context, gen *kafka.G
 		return nil, 0, false // generation or run ended
 	}
 	if len(assigned) != total && !k.ScaleOut {
-		o.health.set(false, fmt.Sprintf("assigned %d of %d input partitions", len(assigned), total))
-		o.log.Error("this instance was assigned only part of the input partitions; it will not consume. "+
-			"Run exactly one dpstream instance per consumer group (scale-out needs the merge stage)",
-			"assigned", len(assigned), "partitions", total, "generation", gen.ID)
-		t := time.NewTimer(min(5*time.Second, k.RetryBackoffMax))
+		st.partial++
+		o.health.set(false, fmt.Sprintf("assigned %d of %d input partitions: another instance is in consumer group %s and kafka.scale_out is off", len(assigned), total, k.GroupID))
+		t := time.NewTimer(o.reportPartialAssignment(st.partial, len(assigned), total, gen.ID))
 		defer t.Stop()
 		select {
 		case <-t.C:
@@ -164,6 +162,7 @@ func (o *Operator) checkAssignment(ctx, gctx, mctx context.Context, gen *kafka.G
 		}
 		return nil, 0, false
 	}
+	st.partial = 0
 	return assigned, total, true
 }
 

@@ -565,7 +565,8 @@ func (c *clients) timestampTypes(ctx context.Context, topics ...string) (map[str
 // lateness and close windows then come from the producers, and a privacy
 // unit that can set them (a device producing directly) can again move
 // other units' events out of a release. It never fails the start: a
-// trusted producer that stamps records at send time is a valid setup.
+// trusted producer that stamps records at send time is a valid setup
+// (WithTrustedCreateTime: the caller is that producer, and it is silent).
 func (o *Operator) checkTimestampTypes(ctx context.Context, cl *clients) {
 	if !batchHeaderLayout.ok {
 		o.log.Error("this build's kafka-go does not expose LogAppendTime record timestamps: arrival times are the producers' timestamps on every topic; " +
@@ -583,6 +584,9 @@ func (o *Operator) checkTimestampTypes(ctx context.Context, cl *clients) {
 		switch tt := types[t]; tt {
 		case "LogAppendTime":
 		case "CreateTime":
+			if o.trustedCreateTime {
+				continue
+			}
 			o.log.Warn("input topic has message.timestamp.type=CreateTime: record timestamps, which dpstream uses as arrival times "+
 				"to decide lateness and to close windows, come from the producers. They must be set at send time by a producer the "+
 				"privacy units do not control; otherwise one unit's timestamps can drop other units' events. "+

@@ -91,9 +91,11 @@ func (o *Operator) mergeGeneration(ctx, gctx context.Context, gen *kafka.Generat
 	}
 	o.log.Info("merging", "generation", gen.ID, "first_window", tsString(m.next), "input_partitions", len(m.expected))
 	o.m.merging.Set(1) // before the stage line, which tests wait for
+	o.m.merger.Store(true)
 	o.health.stage("merge", "merging (this instance publishes)")
 	defer func() {
 		o.m.merging.Set(0)
+		o.m.merger.Store(false)
 		o.m.mergeGauges(0, 0)
 	}()
 

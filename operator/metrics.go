@@ -3,7 +3,6 @@ package operator
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -83,8 +82,10 @@ type metrics struct {
 	// For the progress line and the run-time warnings (operational:
 	// functions of what was published). The publisher (or, with
 	// scale-out, stage 2) adds while the consuming loop reads: atomics.
-	pubWindows, pubReleases atomic.Int64
+	pubWindows, pubReleases atomic.Int64 // since the last progress line
+	totWindows, totReleases atomic.Int64 // since the start
 	lastEnd                 atomic.Int64 // end of the last published window (Unix ms)
+	merger                  atomic.Bool  // scale-out: this instance merges (stage 2) now
 	progressAt              time.Time    // the consuming loop's only
 	warn                    runWarnings  // the publisher's only
 }
@@ -352,6 +353,8 @@ func (m *metrics) windowPublished(releases, dup, withheld int, lat time.Duration
 	m.windowsPub.Inc()
 	m.pubWindows.Add(1)
 	m.pubReleases.Add(int64(releases))
+	m.totWindows.Add(1)
+	m.totReleases.Add(int64(releases))
 	m.releasesPub.Add(float64(releases))
 	m.releasesDup.Add(float64(dup))
 	m.publishLatency.Observe(lat.Seconds())
@@ -482,42 +485,6 @@ func (o *Operator) warnReleases(w *windows.Window, out []outMsg, dup int) {
 			}
 		}
 	}
-}
-
-// progressEvery is how often the progress line is logged.
-const progressEvery = time.Minute
-
-// progress logs, at most every progressEvery, what was published since the
-// last line: windows and releases (operational: the output topic shows
-// them) and how far publication has got; with sensitive metrics on also
-// events per second, the consumer lag and the windows holding events
-// (exact input counts, off by default like their metrics).
-func (o *Operator) progress(c *core) {
-	m := o.m
-	now := o.now()
-	if m.progressAt.IsZero() {
-		m.progressAt = now
-		return
-	}
-	el := now.Sub(m.progressAt)
-	if el < progressEvery {
-		return
-	}
-	args := []any{"windows_published", m.pubWindows.Swap(0), "releases_published", m.pubReleases.Swap(0)}
-	if end := m.lastEnd.Load(); end != 0 {
-		args = append(args, "published_through", tsString(end))
-	} else {
-		args = append(args, "published_through", "nothing yet (a window is published after its end + windows.allowed_lateness + windows.idle_timeout)")
-	}
-	var counts []any
-	if m.s != nil {
-		var lag int64
-		c.lags(func(_ tp, l int64) { lag += l })
-		counts = []any{"events_per_second", math.Round(float64(m.s.n)/el.Seconds()*10) / 10, "lag", lag, "open_windows", c.openWindows()}
-		m.s.n = 0
-	}
-	o.log.Info("progress", m.logArgs(args, counts...)...)
-	m.progressAt = now
 }
 
 // readableDurations is the loggers' ReplaceAttr: a time.Duration is logged

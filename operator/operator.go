@@ -32,9 +32,12 @@ type Operator struct {
 	plan     *plan
 	instance string
 	hook     func(Published)
-	health   health
-	shape    *shapeCheck // the input-shape check (shape.go)
-	token    []byte      // scale-out: this instance's token in both consumer groups (balance.go)
+	// trustedCreateTime: the caller produces the input itself with the
+	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
+	trustedCreateTime bool
+	health            health
+	shape             *shapeCheck // the input-shape check (shape.go)
+	token             []byte      // scale-out: this instance's token in both consumer groups (balance.go)
 	// identity is this deployment's, recorded in every state record and
 	// checked against the recorded one at start (deployment.go); set by
 	// Run before anything reads the state.
@@ -82,6 +85,14 @@ func WithKey(k rng.Key) Option { return func(o *Operator) { o.key = k } }
 // WithReleaseHook calls fn, on the operator's publishing goroutine, after
 // every window is published. fn must not block for long.
 func WithReleaseHook(fn func(Published)) Option { return func(o *Operator) { o.hook = fn } }
+
+// WithTrustedCreateTime tells the operator that the caller produces the
+// input topics' records itself, stamped with the arrival times it means
+// (e.g. the demo on its own embedded broker): the start-up warning about
+// input topics with message.timestamp.type=CreateTime is not logged. A
+// deployment whose producers the privacy units can influence must not use
+// it.
+func WithTrustedCreateTime() Option { return func(o *Operator) { o.trustedCreateTime = true } }
 
 // New validates cfg, loads the key, calibrates every released vector and
 // returns an operator ready to Run. It does not touch the network.

@@ -28,18 +28,19 @@ const noiseDomain = "dpstream/release/v2"
 // windowsConfig maps the operator config onto windows.Config.
 func windowsConfig(c Config, numBuckets int) windows.Config {
 	w := windows.Config{
-		Size:            c.Windows.Size,
-		Offset:          c.Windows.Offset,
-		AllowedLateness: c.Windows.AllowedLateness,
-		EventLevel:      c.Schema.UnitField == "",
-		MaxGroups:       c.Bounds.MaxGroups,
-		MaxBuckets:      c.Bounds.MaxBuckets,
-		MaxPerBucket:    c.Bounds.MaxPerBucket,
-		MaxValues:       c.Bounds.MaxValues,
-		MaxUnits:        c.Bounds.MaxUnits,
-		MaxOpenGroups:   c.Windows.MaxOpenGroups,
-		MaxOpenWindows:  c.Windows.MaxOpenWindows,
-		MaxSkew:         c.Windows.MaxSkew,
+		Size:             c.Windows.Size,
+		Offset:           c.Windows.Offset,
+		AllowedLateness:  c.Windows.AllowedLateness,
+		EventLevel:       c.Schema.UnitField == "",
+		MaxGroups:        c.Bounds.MaxGroups,
+		MaxBuckets:       c.Bounds.MaxBuckets,
+		MaxPerBucket:     c.Bounds.MaxPerBucket,
+		MaxValues:        c.Bounds.MaxValues,
+		MaxUnits:         c.Bounds.MaxUnits,
+		MaxContributions: c.Bounds.MaxContributions,
+		MaxOpenGroups:    c.Windows.MaxOpenGroups,
+		MaxOpenWindows:   c.Windows.MaxOpenWindows,
+		MaxSkew:          c.Windows.MaxSkew,
 	}
 	for _, a := range configuredAggregates(c) {
 		a.enable(&w, c, numBuckets)

@@ -169,6 +169,7 @@ func (n *vectorNoise) calPart() privacy.Part {
 	if n.kind == realLattice {
 		pt.Linf = privacy.LatticeSensitivity(n.sens.Linf, n.step)
 	}
+	n.totalNorms(&pt)
 	return pt
 }
 
@@ -210,6 +211,7 @@ type plan struct {
 	publicGroups []string // canonical group keys, sorted; nil if not public
 	unit         string
 	bounds       schema.Bounds
+	maxContrib   int     // bounds.max_contributions (0: unset), which schema.Bounds does not carry
 	mid          float64 // centre of the value range (means)
 	lower, upper float64
 	sens         windows.Sensitivities
@@ -349,6 +351,7 @@ func planFrame(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, priva
 		MaxGroups: int64(c.Bounds.MaxGroups), MaxBuckets: int64(c.Bounds.MaxBuckets),
 		MaxPerBucket: int64(c.Bounds.MaxPerBucket), MaxValues: int64(c.Bounds.MaxValues),
 	}
+	p.maxContrib = c.Bounds.MaxContributions
 	if readsValues(c) {
 		p.bounds.Lower, p.bounds.Upper = c.Schema.Lower, c.Schema.Upper
 		p.lower, p.upper = c.Schema.Lower, c.Schema.Upper

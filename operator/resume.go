@@ -17,6 +17,10 @@ type runState struct {
 	w    *kafka.Writer
 	rec  *recovered // closedThrough, the ledger and the keys published after closedThrough
 	from int64      // the first window this run may release (see resume)
+	// partial counts the consecutive generations that assigned this
+	// instance only part of the input partitions (without scale-out:
+	// partialassign.go).
+	partial int
 }
 
 // emitFrom is the first window a generation may release: the window after

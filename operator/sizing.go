@@ -46,6 +46,7 @@ func (s Sizes) events(p *plan) float64 {
 // Sizing is the summary `dpstream plan` prints and `run` logs at start.
 type Sizing struct {
 	Budget      SizingBudget      `json:"budget"`
+	Bounds      SizingBounds      `json:"bounds"` // plan_bounds.go
 	Sizes       Sizes             `json:"sizes"`
 	Aggregates  []AggregateSizing `json:"aggregates"`
 	Selection   *SelectionSizing  `json:"selection"` // null: groups are public, or no group_by
@@ -104,6 +105,9 @@ type SeriesSizing struct {
 	// CoversRange: the interval at the expected values is the whole
 	// possible range (the mean's [lower, upper]): the value says nothing.
 	CoversRange bool `json:"covers_range"`
+	// Sensitivity of a noised series and the bounds that bind its L1 and
+	// L2 (null for a derived series).
+	Sensitivity *SeriesSensitivity `json:"sensitivity,omitempty"`
 }
 
 // SelectionSizing is private group selection: a group is released in a
@@ -180,6 +184,7 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 	if s.Budget.Unit == "" {
 		s.Budget.Unit = "event"
 	}
+	s.Bounds = boundsSizing(c)
 	if p.parallel {
 		s.Budget.Composition = parallelComposition
 	}
@@ -207,7 +212,7 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 		for j := range ap.noises {
 			n := &ap.noises[j]
 			ss := SeriesSizing{Series: n.series, Mechanism: n.mech.Name(), Auto: n.auto, Scale: n.scale,
-				Level: 1 - n.beta, HalfWidth: ptr(n.half)}
+				Level: 1 - n.beta, HalfWidth: ptr(n.half), Sensitivity: p.seriesSensitivity(n)}
 			if e := find(n.series, false); e != nil && !math.IsNaN(e.expected) {
 				ss.Expected = ptr(e.expected)
 				if e.expected != 0 {
@@ -360,7 +365,8 @@ func (p *plan) unitsForRelease(q float64) int {
 // half-width (or, if none of its values does, its best value): more units
 // per group (a fact of the data), a longer window (assumed to gather
 // proportionally more units per group, events per unit unchanged), a
-// larger ε, bounds tightened to the events per unit, and public groups
+// larger ε, bounds tightened to the events per unit (and a total bound,
+// suggestTotal), and public groups
 // (no selection threshold, and its share of the budget goes to the noise).
 // Each is evaluated with the plan `run` would calibrate.
 func (s *Sizing) Suggest(c Config, target float64) error {
@@ -426,6 +432,7 @@ func (s *Sizing) Suggest(c Config, target float64) error {
 			}
 		}
 	}
+	suggestTotal(c, sz, worst, add)
 	// Public groups.
 	if p.sel != nil {
 		d := c

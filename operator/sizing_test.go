@@ -13,12 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"github.com/spf13/pflag"
 
@@ -414,45 +412,6 @@ func TestLogDurationsReadable(t *testing.T) {
 		t.Errorf("window published lines: want latency_ms:\n%s", r.logs)
 	}
 }
-
-// TestProgressLine: the progress line comes at most every progressEvery;
-// by default it carries only what was published, with sensitive metrics
-// also events/s, lag and open windows.
-func TestProgressLine(t *testing.T) {
-	for _, sensitive := range []bool{false, true} {
-		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
-		c.Observability.SensitiveMetrics = sensitive
-		var logs bytes.Buffer
-		now := time.UnixMilli(testBase)
-		op, err := New(c, WithKey(testKey()), WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }),
-			WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
-		if err != nil {
-			t.Fatal(err)
-		}
-		co, err := newCore(c, op.plan, op.key, testBase)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range 5 { // 0 s (start), 20 s, 40 s, 60 s (a line), 80 s
-			op.progress(co)
-			now = now.Add(20 * time.Second)
-		}
-		lines := strings.Count(logs.String(), `"msg":"progress"`)
-		if lines != 1 {
-			t.Errorf("sensitive=%v: %d progress lines in 80 s, want 1:\n%s", sensitive, lines, logs.String())
-		}
-		for _, k := range []string{"events_per_second", "lag", "open_windows"} {
-			if got := strings.Contains(logs.String(), `"`+k+`"`); got != sensitive {
-				t.Errorf("sensitive=%v: progress line has %s = %v", sensitive, k, got)
-			}
-		}
-		if !strings.Contains(logs.String(), `"windows_published"`) {
-			t.Errorf("progress line without windows_published: %s", logs.String())
-		}
-	}
-}
-
-var _ = slices.Contains[[]string]
 
 // TestPlanLogLinesNoDuplicateKeys: every start-up `plan:` line in the JSON
 // log is a JSON object without a repeated key. The plan's confidence level

@@ -40,6 +40,7 @@ func TestReleaseDigest(t *testing.T) {
 		"public groups":    func(c *Config) { c.Privacy.PublicGroups = c.Privacy.PublicGroups[:2] },
 		"namespace":        func(c *Config) { c.Kafka.ReleaseNamespace = "other" },
 		"bounds":           func(c *Config) { c.Bounds.MaxPerBucket = 2 },
+		"total bound":      func(c *Config) { c.Bounds.MaxContributions = 2 },
 		"clamp":            func(c *Config) { c.Schema.Upper++ },
 		"window size":      func(c *Config) { c.Windows.Size = 2 * c.Windows.Size },
 		"lateness":         func(c *Config) { c.Windows.AllowedLateness = 0 },

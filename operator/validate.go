@@ -280,6 +280,12 @@ func (b BoundsConfig) check(p *problems, s schema.Config) {
 		}
 	}
 	switch {
+	case b.MaxContributions < 0 || b.MaxContributions > windows.MaxPerBucketLimit:
+		p.addf("bounds.max_contributions: must be in [0, %d] (0: unset)", windows.MaxPerBucketLimit)
+	case b.MaxContributions > 0 && s.UnitField == "":
+		p.addf("bounds.max_contributions: needs schema.unit_field (with event-level privacy every event contributes once)")
+	}
+	switch {
 	case b.MaxUnits < 0:
 		p.addf("bounds.max_units: must not be negative (0: no cap)")
 	case b.MaxUnits > 0 && s.UnitField == "":

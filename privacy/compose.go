@@ -61,6 +61,15 @@ type Part struct {
 	// Weight·κ·Linf for the common κ that the calibration solves for. 0 means
 	// 1 (every coordinate gets the same shift-to-scale ratio).
 	Weight float64
+	// L1 and L2, when non-zero, bound the ℓ1 and ℓ2 norms of one unit's
+	// change to the part per window more tightly than L0·Linf and
+	// √L0·Linf (a bound on a unit's total contributions; see
+	// windows.Sensitivity). The accountants that are exact for a norm use
+	// it — pure ε for Laplace-like noise (loss ≤ Σ|shiftᵢ|/scale) with L1,
+	// μ-GDP for Gaussian noise (rotation invariance) with L2 — and every
+	// other accountant keeps composing L0 coordinates at shift Linf, which
+	// stays valid (vector.go).
+	L1, L2 float64
 }
 
 // Plan is the calibration of one Part over a horizon.
@@ -130,7 +139,7 @@ func cacheKey(a Accounting, total Budget, windows int, parts []Part) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%x|%x|%d", a, math.Float64bits(total.Epsilon), math.Float64bits(total.Delta), windows)
 	for _, p := range parts {
-		fmt.Fprintf(&b, "|%T%+v|%d|%x|%x", p.Mechanism, p.Mechanism, p.L0, math.Float64bits(p.Linf), math.Float64bits(p.Weight))
+		fmt.Fprintf(&b, "|%T%+v|%d|%x|%x|%x|%x", p.Mechanism, p.Mechanism, p.L0, math.Float64bits(p.Linf), math.Float64bits(p.Weight), math.Float64bits(p.L1), math.Float64bits(p.L2))
 	}
 	return b.String()
 }
@@ -178,11 +187,14 @@ func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Pl
 		if !(w > 0) || math.IsInf(w, 0) {
 			return nil, fmt.Errorf("%w: calPart %d: weight %v: want a finite weight > 0", ErrInvalidParameter, i, p.Weight)
 		}
+		if err := p.checkNorms(); err != nil {
+			return nil, fmt.Errorf("%w: calPart %d: %w", ErrInvalidParameter, i, err)
+		}
 		n := int64(windows) * int64(p.L0)
 		if n > 1<<40 {
 			return nil, fmt.Errorf("%w: calPart %d: %d compositions exceed 2^40", ErrInvalidParameter, i, n)
 		}
-		ps[i] = calPart{Part: p, w: w, n: int(n)}
+		ps[i] = calPart{Part: p, w: w, n: int(n), win: windows}
 	}
 
 	key := cacheKey(a, total, windows, parts)
@@ -209,8 +221,9 @@ func CalibrateParts(a Accounting, total Budget, windows int, parts []Part) ([]Pl
 // calPart is a validated Part.
 type calPart struct {
 	Part
-	w float64 // weight (1 if unset)
-	n int     // compositions: windows·L0
+	w   float64 // weight (1 if unset)
+	n   int     // compositions: windows·L0
+	win int     // windows
 }
 
 // calCandidate is a certified noise level κ (or explicit scales) from one
@@ -361,13 +374,13 @@ func AccountantFor(parts []Part, scales []float64, windows int) (Accountant, err
 	}
 	ps := make([]calPart, len(parts))
 	for i, p := range parts {
-		if p.Mechanism == nil || p.L0 < 1 || !(p.Linf > 0) || math.IsInf(p.Linf, 0) {
-			return nil, fmt.Errorf("%w: calPart %d: want a mechanism, L0 ≥ 1 and a finite L∞ > 0", ErrInvalidParameter, i)
+		if p.Mechanism == nil || p.L0 < 1 || !(p.Linf > 0) || math.IsInf(p.Linf, 0) || p.checkNorms() != nil {
+			return nil, fmt.Errorf("%w: calPart %d: want a mechanism, L0 ≥ 1, a finite L∞ > 0 and L1, L2 unset or finite > 0", ErrInvalidParameter, i)
 		}
 		if !(scales[i] > 0) || math.IsInf(scales[i], 0) {
 			return nil, fmt.Errorf("%w: calPart %d: scale %v: want a finite scale > 0", ErrInvalidParameter, i, scales[i])
 		}
-		ps[i] = calPart{Part: p, w: 1, n: windows * p.L0}
+		ps[i] = calPart{Part: p, w: 1, n: windows * p.L0, win: windows}
 	}
 	if calAllGaussian(ps) {
 		return GaussianAccountant{Mu: gaussMu(ps, scales)}, nil
@@ -377,11 +390,11 @@ func AccountantFor(parts []Part, scales []float64, windows int) (Accountant, err
 		// No PLD (e.g. SαS everywhere): exact pure composition.
 		e := 0.0
 		for i, p := range ps {
-			ei, perr := calPureEpsilon(p.Mechanism, scales[i], p.Linf)
+			ei, perr := p.pureSpent(scales[i])
 			if perr != nil {
 				return nil, err
 			}
-			e += float64(p.n) * ei
+			e += ei
 		}
 		return PureAccountant{Eps0: e * pldSumFactor(len(ps))}, nil
 	}

@@ -31,7 +31,8 @@ func calClassic(total Budget, ps []calPart) (c calCandidate, ok bool, err error)
 }
 
 // calibrateGaussian: all parts Gaussian; the release over the horizon is
-// μ-GDP with μ² = Σ nᵢ·(Linfᵢ/scaleᵢ)² = Σ nᵢ/(κ·wᵢ)².
+// μ-GDP with μ² = Σ nᵢ·(Linfᵢ/scaleᵢ)² = Σ nᵢ/(κ·wᵢ)² (nᵢ replaced by
+// windows·(L2ᵢ/Linfᵢ)² for a part with an L2 bound; see gaussCount).
 func calibrateGaussian(total Budget, ps []calPart) (calCandidate, error) {
 	if !calAllGaussian(ps) {
 		return calCandidate{}, fmt.Errorf("%w: exact Gaussian accounting needs Gaussian noise in every calPart", ErrUnsupported)
@@ -42,7 +43,7 @@ func calibrateGaussian(total Budget, ps []calPart) (calCandidate, error) {
 	}
 	s := 0.0
 	for _, p := range ps {
-		s += float64(p.n) / (p.w * p.w)
+		s += p.gaussCount() / (p.w * p.w)
 	}
 	kappa := math.Sqrt(s) / mu * (1 + 8*roundoff)
 	scales := calScales(kappa, ps)
@@ -53,12 +54,31 @@ func calibrateGaussian(total Budget, ps []calPart) (calCandidate, error) {
 	return calCandidate{acct: AccountGaussian, method: ClosedForm, scales: scales, cert: cert}, nil
 }
 
-// gaussMu is μ = √(Σ nᵢ·(Linfᵢ/scaleᵢ)²), rounded up.
+// gaussMu is μ = √(Σ nᵢ·(Linfᵢ/scaleᵢ)²), rounded up; a part with an
+// L2 bound contributes windows·(L2ᵢ/scaleᵢ)² instead (one Gaussian vector
+// shifted by at most L2 is one Gaussian at shift L2, by rotation
+// invariance).
 func gaussMu(ps []calPart, scales []float64) float64 {
 	s := 0.0
 	for i, p := range ps {
+		if p.L2 > 0 {
+			r := p.L2 / scales[i]
+			s += float64(p.win) * r * r
+			continue
+		}
 		r := p.Linf / scales[i]
 		s += float64(p.n) * r * r
 	}
 	return math.Sqrt(s) * (1 + 8*roundoff)
+}
+
+// gaussCount is the number of unit shifts (at Linf) that the part's change
+// over the horizon weighs in μ-GDP: windows·L0, or windows·(L2/Linf)² with
+// an L2 bound (rounded up; gaussMu certifies the result exactly).
+func (p calPart) gaussCount() float64 {
+	if p.L2 > 0 {
+		r := p.L2 / p.Linf
+		return math.Nextafter(float64(p.win)*r*r, math.Inf(1))
+	}
+	return float64(p.n)
 }

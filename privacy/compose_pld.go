@@ -64,9 +64,14 @@ func calibratePLD(total Budget, ps []calPart) (calCandidate, error) {
 		return calCandidate{}, fmt.Errorf("%w: the PLD accountant needs δ > 0; use pure accounting for δ = 0", ErrUnsupported)
 	}
 	var o PLDOptions
+	pats := patternCombos(ps) // non-nil: one window with a total bound (compose_total.go)
 	eval := func(kappa float64) (float64, []float64, error) {
 		pldEvaluations.Add(1)
 		scales := calScales(kappa, ps)
+		if pats != nil {
+			d, err := patternDelta(ps, pats, scales, total.Epsilon, o)
+			return d, scales, err
+		}
 		p, err := calComposedPLD(ps, scales, o)
 		if err != nil {
 			return 0, nil, err

@@ -53,16 +53,17 @@ const pureRetries = 4
 
 // calibratePure: every coordinate is ε_i-DP and pure ε adds up exactly:
 // Σ nᵢ·ε_i(scaleᵢ) ≤ ε. For Laplace-like noise ε_i = 1/(κ·wᵢ), so
-// κ = Σ(nᵢ/wᵢ)/ε; otherwise κ is found by bisection.
+// κ = Σ(nᵢ/wᵢ)/ε (nᵢ replaced by windows·L1ᵢ/Linfᵢ for a part with an
+// L1 bound; see pureSpent); otherwise κ is found by bisection.
 func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
 	spent := func(scales []float64) (float64, error) {
 		s := 0.0
 		for i, p := range ps {
-			e, err := calPureEpsilon(p.Mechanism, scales[i], p.Linf)
+			e, err := p.pureSpent(scales[i])
 			if err != nil {
 				return 0, err
 			}
-			s += float64(p.n) * e
+			s += e
 		}
 		return s * pldSumFactor(len(ps)), nil
 	}
@@ -74,7 +75,7 @@ func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
 	if linear {
 		s := 0.0
 		for _, p := range ps {
-			s += float64(p.n) / p.w
+			s += p.pureCount() / p.w
 		}
 		kappa = s / total.Epsilon * (1 + 8*roundoff)
 	} else {
@@ -136,4 +137,41 @@ func calibratePure(total Budget, ps []calPart) (calCandidate, error) {
 		return calCandidate{}, fmt.Errorf("%w: pure-ε certificate %v exceeds ε %v", ErrInfeasible, e, total.Epsilon)
 	}
 	return calCandidate{acct: AccountPure, method: ClosedForm, scales: scales, cert: 0}, nil
+}
+
+// pureSpent is the pure ε the part spends over the horizon at the given
+// scale: windows·L0 coordinates at shift Linf, or, for Laplace-like noise
+// with an L1 bound, windows times the loss of one shift of L1 — the loss
+// of a Laplace-like vector is Σ ψ(xᵢ − cᵢ) − ψ(xᵢ) ≤ Σ|cᵢ|/scale, ψ being
+// 1-Lipschitz (Laplace, logistic; |k − c| − |k| ≤ |c| for the discrete
+// Laplace), and the bound is attained when one coordinate carries all of
+// L1.
+func (p calPart) pureSpent(scale float64) (float64, error) {
+	if p.L1 > 0 && calLinearPure(p.Mechanism) {
+		e, err := calPureEpsilon(p.Mechanism, scale, p.L1)
+		return float64(p.win) * e, err
+	}
+	e, err := calPureEpsilon(p.Mechanism, scale, p.Linf)
+	return float64(p.n) * e, err
+}
+
+// pureCount is the number of unit shifts (at Linf) the part's pure ε
+// adds up over the horizon with Laplace-like noise: windows·L0, or
+// windows·L1/Linf with an L1 bound (rounded up; pureSpent certifies).
+func (p calPart) pureCount() float64 {
+	if p.L1 > 0 {
+		return math.Nextafter(float64(p.win)*(p.L1/p.Linf), math.Inf(1))
+	}
+	return float64(p.n)
+}
+
+// checkNorms reports an L1 or L2 bound that is set but not a finite
+// positive number.
+func (p Part) checkNorms() error {
+	for _, x := range [...]float64{p.L1, p.L2} {
+		if x != 0 && (!(x > 0) || math.IsInf(x, 0)) {
+			return fmt.Errorf("L1 %v, L2 %v: want 0 (unset) or a finite bound > 0", p.L1, p.L2)
+		}
+	}
+	return nil
 }

@@ -91,6 +91,62 @@ func BenchmarkDecode(b *testing.B) {
 	})
 }
 
+// BenchmarkDecodeNested decodes the event of testEvent written flat (with
+// testConfig) and nested (with nestedBenchConfig: the same six values in
+// maps two levels deep, beside the time) in both encodings, in one run so
+// that nested/flat is a ratio on the same machine state. Reports events/s
+// and allocations, as BenchmarkDecode.
+func BenchmarkDecodeNested(b *testing.B) {
+	flat, nested := testEvent(), nestedBenchEvent()
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		kvs  []kv
+		enc  func(testing.TB, ...kv) []byte
+	}{
+		{"flat-msgpack", testConfig(), flat, encMP},
+		{"nested-msgpack", nestedBenchConfig(), nested, encMP},
+		{"flat-json", testConfig(), flat, encJS},
+		{"nested-json", nestedBenchConfig(), nested, encJS},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			d := mustDecoder(b, c.cfg)
+			msg := c.enc(b, c.kvs...)
+			var e Event
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := d.Decode(msg, &e); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if e != testWant {
+				b.Fatalf("decoded %+v", e)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// nestedBenchConfig is testConfig with the fields in nested maps.
+func nestedBenchConfig() Config {
+	c := testConfig()
+	c.UnitField, c.GroupBy = "user.id", []string{"geo.country", "device.type"}
+	c.Histogram.Field, c.ValueField = "event.page", "event.amount"
+	return c
+}
+
+// nestedBenchEvent is testEvent nested as nestedBenchConfig reads it.
+func nestedBenchEvent() []kv {
+	return []kv{
+		{"ts", int64(1714564800123)},
+		{"user", obj{{"id", "u-1234567"}}},
+		{"geo", obj{{"country", "DE"}}},
+		{"device", obj{{"type", "mobile"}}},
+		{"event", obj{{"page", "checkout"}, {"amount", 12.5}}},
+	}
+}
+
 // v5Decode reads testConfig's fields with msgpack/v5's low-level API. It
 // is a performance comparison only: no validation beyond types.
 func v5Decode(dec *msgpack.Decoder, e *Event) error {

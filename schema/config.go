@@ -76,7 +76,10 @@ const (
 )
 
 // Config says which fields of an input message matter and how to read them.
-// Field names match top-level map keys exactly (no nesting, case-sensitive).
+// Field names are paths (ParsePath): a key of the top-level map, matched
+// exactly (case-sensitive), or keys of nested maps joined by dots,
+// "user.id"; a dot or backslash inside a key is escaped with a backslash,
+// `user\.id` being the top-level key "user.id".
 // The same field may serve several roles (e.g. a numeric histogram of the
 // value field); a field that occurs twice in one message is rejected.
 //
@@ -122,8 +125,10 @@ type Config struct {
 	// then false) instead of rejecting them.
 	ValueOptional bool `mapstructure:"value_optional"`
 
-	// MaxKeyLen is the longest accepted map key in bytes (any key, not only
-	// configured ones); default DefaultMaxKeyLen.
+	// MaxKeyLen is the longest accepted map key in bytes (any key of a map
+	// the decoder reads — the message and the nested maps on configured
+	// paths —, not only configured ones; and every key of a configured
+	// path); default DefaultMaxKeyLen.
 	MaxKeyLen int `mapstructure:"max_key_len"`
 	// MaxStringLen is the longest accepted string value of a configured
 	// field, in bytes; default DefaultMaxStringLen.
@@ -233,6 +238,7 @@ func (c Config) Validate() error {
 	c.validateFields(p, d)
 	c.validateHistogram(p, d)
 	c.validateValue(p, d)
+	c.validatePaths(p)
 	return p.err()
 }
 
@@ -259,16 +265,66 @@ func (c Config) validateLimits(p *problems, d Config) {
 	}
 }
 
-// field checks the name of a field in role (time_field, group_by[0], …)
-// against the defaulted configuration d.
+// field checks the path of a field in role (time_field, group_by[0], …)
+// against the defaulted configuration d: its syntax (ParsePath) and the
+// length of each of its keys.
 func (p *problems) field(d Config, role, name string, required bool) {
-	switch {
-	case name == "" && required:
-		p.bad("%s is required", role)
-	case len(name) > d.MaxKeyLen && d.MaxKeyLen > 0:
-		p.bad("%s %q is longer than max_key_len %d", role, name, d.MaxKeyLen)
-	case name != "" && !utf8.ValidString(name):
+	if name == "" {
+		if required {
+			p.bad("%s is required", role)
+		}
+		return
+	}
+	if !utf8.ValidString(name) {
 		p.bad("%s %q is not valid UTF-8", role, name)
+		return
+	}
+	keys, problem := parsePath(name)
+	if problem != "" {
+		p.bad("%s %q %s", role, name, problem)
+		return
+	}
+	for _, k := range keys {
+		if len(k) > d.MaxKeyLen && d.MaxKeyLen > 0 {
+			if len(keys) == 1 {
+				p.bad("%s %q is longer than max_key_len %d", role, name, d.MaxKeyLen)
+			} else {
+				p.bad("%s %q has a key longer than max_key_len %d", role, name, d.MaxKeyLen)
+			}
+			return
+		}
+	}
+}
+
+// validatePaths rejects a field path that lies inside another (say
+// "user" and "user.id"): no event can have a value at both, since the
+// first must be a map for the second to exist.
+func (c Config) validatePaths(p *problems) {
+	type named struct {
+		role string
+		keys []string
+	}
+	var all []named
+	add := func(role, name string) {
+		if keys, problem := parsePath(name); name != "" && problem == "" {
+			all = append(all, named{role, keys})
+		}
+	}
+	add("time_field", c.TimeField)
+	add("unit_field", c.UnitField)
+	for i, g := range c.GroupBy {
+		add(fmt.Sprintf("group_by[%d]", i), g)
+	}
+	if c.Histogram != nil {
+		add("histogram.field", c.Histogram.Field)
+	}
+	add("value_field", c.ValueField)
+	for _, a := range all {
+		for _, b := range all {
+			if isPrefix(a.keys, b.keys) {
+				p.bad("%s %q lies inside %s %q (a value cannot be a map too)", b.role, JoinPath(b.keys...), a.role, JoinPath(a.keys...))
+			}
+		}
 	}
 }
 

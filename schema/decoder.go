@@ -41,10 +41,9 @@ const (
 	roleValue
 )
 
-// field is one distinct configured field name.
+// field is one distinct configured field path.
 type field struct {
-	name  string
-	sig   uint32 // sig(name)
+	name  string // the path as configured (ParsePath's spelling)
 	roles uint8
 }
 
@@ -67,6 +66,10 @@ const internLimit = 4096
 type Decoder struct {
 	cfg    Config // with defaults applied
 	fields []field
+	// nodes are the maps on configured paths, nodes[0] the message
+	// (pathtree.go); seen marks the nested ones met in this message.
+	nodes []pathNode
+	seen  []bool
 	// index of each role's field in fields (−1 when not configured); for
 	// group-by, one per GroupBy entry.
 	timeIdx, unitIdx, histIdx, valueIdx int
@@ -97,7 +100,7 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	cfg.GroupBy = append([]string(nil), cfg.GroupBy...)
 	d := &Decoder{
 		cfg: cfg, timeIdx: -1, unitIdx: -1, histIdx: -1, valueIdx: -1, other: -1,
-		groups: make(map[string]string),
+		groups: make(map[string]string), nodes: []pathNode{{}},
 	}
 	add := func(name string, role uint8) int {
 		for i := range d.fields {
@@ -106,7 +109,9 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 				return i
 			}
 		}
-		d.fields = append(d.fields, field{name: name, sig: sig([]byte(name)), roles: role})
+		keys, _ := parsePath(name) // valid: Validate checked it
+		d.fields = append(d.fields, field{name: name, roles: role})
+		d.insert(keys, len(d.fields)-1)
 		return len(d.fields) - 1
 	}
 	d.timeIdx = add(cfg.TimeField, roleTime)
@@ -144,6 +149,7 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 		d.valueIdx = add(cfg.ValueField, roleValue)
 	}
 	d.vals = make([]scalar, len(d.fields))
+	d.seen = make([]bool, len(d.nodes))
 	return d, nil
 }
 
@@ -175,14 +181,20 @@ func (d *Decoder) NumBuckets() int {
 // field name, never message content.
 //
 // Problems of form (malformed, not a map, trailing data, an oversized key,
-// a configured field twice) are reported first, in message order; then the
-// fields are checked in a fixed order — time, unit, group-by fields in
-// order, histogram, value — so the reason does not depend on key order or
-// on the encoding. Keys that are not configured are skipped unread (and
-// may repeat); keys that are not strings (msgpack) are skipped too.
+// a configured field twice, a map on a configured path twice) are reported
+// first, in message order; then the fields are checked in a fixed order —
+// time, unit, group-by fields in order, histogram, value — so the reason
+// does not depend on key order or on the encoding. A null or absent map on
+// a field's path makes the field missing, any other value there makes it
+// of the wrong type. Keys that are not configured (at any level) are
+// skipped unread (and may repeat); keys that are not strings (msgpack) are
+// skipped too.
 func (d *Decoder) Decode(msg []byte, e *Event) error {
 	for i := range d.vals {
 		d.vals[i].k, d.vals[i].badUTF8 = kAbsent, false
+	}
+	if len(d.seen) > 1 {
+		clear(d.seen)
 	}
 	d.scratch = d.scratch[:0]
 	var r Reason
@@ -205,19 +217,8 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 	return d.build(e)
 }
 
-// lookup returns the index of the configured field named key, or −1.
-func (d *Decoder) lookup(key []byte) int {
-	ks := sig(key)
-	for i := range d.fields {
-		if d.fields[i].sig == ks && string(key) == d.fields[i].name {
-			return i
-		}
-	}
-	return -1
-}
-
 // sig is a cheap signature of a key (length, first and last byte), so
-// that lookup compares whole keys only when signatures match.
+// that find compares whole keys only when signatures match.
 func sig(key []byte) uint32 {
 	if len(key) == 0 {
 		return 0
@@ -236,40 +237,58 @@ func (d *Decoder) scanMsgpack(msg []byte) Reason {
 	case n > (len(msg)-p)/2: // every entry takes at least two bytes
 		return ReasonMalformed
 	}
-	for ; n > 0; n-- {
-		key, next, isStr, ok := mpStr(msg, p)
-		if !ok {
-			return ReasonMalformed
-		}
-		p = next
-		i := -1
-		if isStr {
-			if len(key) > d.cfg.MaxKeyLen {
-				return ReasonOversized
-			}
-			if d.keyHook != nil {
-				d.keyHook(key)
-			}
-			i = d.lookup(key)
-		}
-		if i < 0 {
-			if p, ok = mpSkip(msg, p); !ok {
-				return ReasonMalformed
-			}
-			continue
-		}
-		v := &d.vals[i]
-		if v.k != kAbsent {
-			return ReasonDuplicateField
-		}
-		if p, ok = mpScalar(msg, p, v); !ok {
-			return ReasonMalformed
-		}
+	p, r := d.mpMap(msg, p, n, 0)
+	if r != ReasonNone {
+		return r
 	}
 	if p != len(msg) {
 		return ReasonTrailingData
 	}
 	return ReasonNone
+}
+
+// mpMap reads the n entries from p of a msgpack map, the node ni of the
+// configured paths, storing the configured fields.
+func (d *Decoder) mpMap(msg []byte, p, n, ni int) (int, Reason) {
+	keys := d.nodes[ni].keys
+	for ; n > 0; n-- {
+		key, next, isStr, ok := mpStr(msg, p)
+		if !ok {
+			return p, ReasonMalformed
+		}
+		p = next
+		ref := unconfigured
+		if isStr {
+			if len(key) > d.cfg.MaxKeyLen {
+				return p, ReasonOversized
+			}
+			if ni == 0 && d.keyHook != nil {
+				d.keyHook(key) // a top-level key (Keys)
+			}
+			ref = find(keys, key)
+		}
+		if ref == unconfigured {
+			if p, ok = mpSkip(msg, p); !ok {
+				return p, ReasonMalformed
+			}
+			continue
+		}
+		if ref < 0 {
+			var r Reason
+			if p, r = d.mpNested(msg, p, ^ref); r != ReasonNone {
+				return p, r
+			}
+			continue
+		}
+		v := &d.vals[ref]
+		if v.k != kAbsent {
+			return p, ReasonDuplicateField
+		}
+		if p, ok = mpScalar(msg, p, v); !ok {
+			return p, ReasonMalformed
+		}
+	}
+	return p, ReasonNone
 }
 
 // fail returns the error for reason r about the field with index i.

@@ -5,10 +5,12 @@
 //
 // A Config names the fields of an input message (a msgpack map or a JSON
 // object) that matter: the event time, the privacy unit, the group-by
-// fields, a histogram field and a value field. A Decoder built from it
-// reads only those fields, straight from the message bytes, with a small
-// hand-written msgpack scanner and JSON scanner (no reflection, no
-// allocation except the unit string and new group strings):
+// fields, a histogram field and a value field, each a key of the message
+// or a path into nested maps ("user.id"; ParsePath has the syntax and its
+// escapes). A Decoder built from it reads only those fields, straight from
+// the message bytes, with a small hand-written msgpack scanner and JSON
+// scanner (no reflection, no allocation except the unit string and new
+// group strings):
 //
 //	d, err := schema.NewDecoder(cfg)
 //	var e schema.Event

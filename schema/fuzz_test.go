@@ -1,34 +1,34 @@
 package schema
 
 import (
-	"bytes"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/vmihailenco/msgpack/v5"
-	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // The fuzz targets use testConfig plus a numeric-histogram config, with
 // small length limits so that the fuzzer reaches the oversized paths.
 func fuzzConfigs() []Config {
-	a := testConfig()
-	a.MaxKeyLen, a.MaxStringLen = 16, 24
-	a.TimeFormat = TimeAuto
+	a := fuzzLimits(testConfig())
 	b := Config{
 		TimeField: "t", TimeFormat: TimeRFC3339, GroupBy: []string{"g"}, ValueField: "v", Lower: -1, Upper: 1,
 		ValueOptional: true, Histogram: &Histogram{Field: "v", Edges: []float64{-0.5, 0, 0.5}},
 		MinTime: -1e12, MaxTime: 4e12, MaxKeyLen: 8, MaxStringLen: 40,
 	}
 	return []Config{a, b}
+}
+
+// fuzzLimits returns c with small length limits, so that the fuzzer
+// reaches the oversized paths, and every time format accepted.
+func fuzzLimits(c Config) Config {
+	c.MaxKeyLen, c.MaxStringLen = 16, 24
+	c.TimeFormat = TimeAuto
+	return c
 }
 
 // checkResult asserts the decoder's contract for one message: an error is
@@ -45,7 +45,7 @@ func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
 		if se.Reason == ReasonNone || int(se.Reason) >= NumReasons {
 			t.Fatalf("error %v has reason %d", err, se.Reason)
 		}
-		if se.Field != "" && d.lookup([]byte(se.Field)) < 0 {
+		if se.Field != "" && fieldIndex(d, se.Field) < 0 {
 			t.Fatalf("error %v names a field that is not configured", err)
 		}
 		return
@@ -79,248 +79,6 @@ func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
 	}
 }
 
-// refScanMsgpack is an independent first phase for msgpack messages: it
-// walks the map with msgpack/v5's own decoder and fills d.vals, returning
-// the reason as scanMsgpack would.
-func refScanMsgpack(d *Decoder, data []byte) Reason {
-	for i := range d.vals {
-		d.vals[i] = scalar{}
-	}
-	r := bytes.NewReader(data)
-	dec := msgpack.NewDecoder(r)
-	c, err := dec.PeekCode()
-	if err != nil {
-		return ReasonMalformed
-	}
-	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		if dec.Skip() != nil {
-			return ReasonMalformed
-		}
-		return ReasonNotAMap
-	}
-	n, err := dec.DecodeMapLen()
-	if err != nil {
-		return ReasonMalformed
-	}
-	for ; n > 0; n-- {
-		c, err := dec.PeekCode()
-		if err != nil {
-			return ReasonMalformed
-		}
-		if !msgpcode.IsString(c) {
-			// A non-string key: skip it, then its value.
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			continue
-		}
-		key, err := dec.DecodeString()
-		if err != nil {
-			return ReasonMalformed
-		}
-		if len(key) > d.cfg.MaxKeyLen {
-			return ReasonOversized
-		}
-		i := d.lookup([]byte(key))
-		if i < 0 {
-			if dec.Skip() != nil {
-				return ReasonMalformed
-			}
-			continue
-		}
-		v, ok := refScalar(dec, r)
-		if !ok {
-			return ReasonMalformed
-		}
-		if d.vals[i].k != kAbsent {
-			return ReasonDuplicateField
-		}
-		d.vals[i] = v
-	}
-	if r.Len() > 0 {
-		return ReasonTrailingData
-	}
-	return ReasonNone
-}
-
-// refScalar reads one value with msgpack/v5 and classifies it.
-func refScalar(dec *msgpack.Decoder, r *bytes.Reader) (scalar, bool) {
-	c, err := dec.PeekCode()
-	if err != nil {
-		return scalar{}, false
-	}
-	if msgpcode.IsExt(c) {
-		id, n, err := dec.DecodeExtHeader()
-		if err != nil || n > r.Len() {
-			return scalar{}, false
-		}
-		buf := make([]byte, n)
-		if err := dec.ReadFull(buf); err != nil {
-			return scalar{}, false
-		}
-		isTS := id == -1 && (c == msgpcode.FixExt4 || c == msgpcode.FixExt8 || (c == msgpcode.Ext8 && n == 12))
-		if !isTS {
-			return scalar{k: kOther}, true
-		}
-		// The timestamp extension as the msgpack spec defines it.
-		var sec int64
-		var nsec int64
-		switch n {
-		case 4:
-			sec = int64(binary.BigEndian.Uint32(buf))
-		case 8:
-			x := binary.BigEndian.Uint64(buf)
-			sec, nsec = int64(x&0x3ffffffff), int64(x>>34)
-		case 12:
-			nsec, sec = int64(binary.BigEndian.Uint32(buf)), int64(binary.BigEndian.Uint64(buf[4:]))
-		}
-		switch {
-		case nsec >= 1e9:
-			return scalar{k: kBadTime}, true
-		case sec > math.MaxInt64/1000-1 || sec < -(math.MaxInt64/1000-1):
-			return scalar{k: kTime, i: math.MaxInt64}, true
-		}
-		return scalar{k: kTime, i: time.Unix(sec, nsec).UnixMilli()}, true
-	}
-	if c == msgpcode.Bin8 || c == msgpcode.Bin16 || c == msgpcode.Bin32 ||
-		msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32 ||
-		msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32 {
-		return scalar{k: kOther}, dec.Skip() == nil
-	}
-	v, err := dec.DecodeInterface()
-	if err != nil {
-		return scalar{}, false
-	}
-	return fromAny(v), true
-}
-
-// fromAny classifies a value decoded by msgpack/v5 or encoding/json (with
-// UseNumber).
-func fromAny(v any) scalar {
-	switch v := v.(type) {
-	case nil:
-		return scalar{k: kNil}
-	case bool:
-		return scalar{k: kBool, b: v}
-	case int8:
-		return scalar{k: kInt, i: int64(v)}
-	case int16:
-		return scalar{k: kInt, i: int64(v)}
-	case int32:
-		return scalar{k: kInt, i: int64(v)}
-	case int64:
-		return scalar{k: kInt, i: v}
-	case uint8:
-		return scalar{k: kInt, i: int64(v)}
-	case uint16:
-		return scalar{k: kInt, i: int64(v)}
-	case uint32:
-		return scalar{k: kInt, i: int64(v)}
-	case uint64:
-		if v <= math.MaxInt64 {
-			return scalar{k: kInt, i: int64(v)}
-		}
-		return scalar{k: kUint, u: v}
-	case float32:
-		return scalar{k: kFloat, f: float64(v)}
-	case float64:
-		return scalar{k: kFloat, f: v}
-	case string:
-		return scalar{k: kStr, s: []byte(v)}
-	case json.Number:
-		s := string(v)
-		if !strings.ContainsAny(s, ".eE") {
-			if i, err := strconv.ParseInt(s, 10, 64); err == nil {
-				return scalar{k: kInt, i: i}
-			}
-			if u, err := strconv.ParseUint(s, 10, 64); err == nil {
-				return scalar{k: kUint, u: u}
-			}
-		}
-		f, _ := strconv.ParseFloat(s, 64)
-		return scalar{k: kFloat, f: f}
-	}
-	return scalar{k: kOther}
-}
-
-// refScanJSON is an independent first phase for JSON messages, with
-// encoding/json's tokenizer. uncertain reports a decoded string holding
-// U+FFFD, where encoding/json hides whether the input was valid UTF-8.
-func refScanJSON(d *Decoder, data []byte) (r Reason, uncertain bool) {
-	for i := range d.vals {
-		d.vals[i] = scalar{}
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	trailing := func() Reason {
-		if len(bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n")) > 0 {
-			return ReasonTrailingData
-		}
-		return ReasonNone
-	}
-	tok, err := dec.Token()
-	if err != nil {
-		return ReasonMalformed, false
-	}
-	if tok != json.Delim('{') {
-		if _, ok := tok.(json.Delim); ok {
-			// Consume the rest of the array; any syntax error is malformed.
-			depth := 1
-			for depth > 0 {
-				t, err := dec.Token()
-				if err != nil {
-					return ReasonMalformed, false
-				}
-				if t == json.Delim('[') || t == json.Delim('{') {
-					depth++
-				} else if t == json.Delim(']') || t == json.Delim('}') {
-					depth--
-				}
-			}
-		}
-		return ReasonNotAMap, false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return ReasonMalformed, false
-		}
-		key := tok.(string)
-		uncertain = uncertain || strings.ContainsRune(key, utf8.RuneError)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return ReasonMalformed, false
-		}
-		if len(key) > d.cfg.MaxKeyLen {
-			return ReasonOversized, uncertain
-		}
-		i := d.lookup([]byte(key))
-		if i < 0 {
-			continue
-		}
-		var v any
-		vd := json.NewDecoder(bytes.NewReader(raw))
-		vd.UseNumber()
-		if err := vd.Decode(&v); err != nil {
-			return ReasonMalformed, false
-		}
-		if s, ok := v.(string); ok && strings.ContainsRune(s, utf8.RuneError) {
-			uncertain = true
-		}
-		if d.vals[i].k != kAbsent {
-			return ReasonDuplicateField, uncertain
-		}
-		d.vals[i] = fromAny(v)
-	}
-	if _, err := dec.Token(); err != nil {
-		return ReasonMalformed, false
-	}
-	return trailing(), uncertain
-}
-
 // phase1 reports whether a reason comes from the first (syntax) phase,
 // whose order may differ between implementations on malformed input.
 func phase1(r Reason) bool {
@@ -328,12 +86,15 @@ func phase1(r Reason) bool {
 }
 
 // compareRef decodes data with d and with the reference first phase plus
-// d's own second phase, and requires the same outcome.
+// d's own second phase, and requires the same outcome. The reference has
+// filled d.vals; they are kept aside while Decode runs.
 func compareRef(t *testing.T, d *Decoder, data []byte, refReason Reason) {
 	t.Helper()
+	refVals := slices.Clone(d.vals)
 	var got Event
 	err := d.Decode(data, &got)
 	checkResult(t, d, &got, err)
+	copy(d.vals, refVals)
 	var want Event
 	var werr error
 	if refReason != ReasonNone {
@@ -371,14 +132,31 @@ func FuzzDecodeMsgpack(f *testing.F) {
 	fuzzSeeds(f, encMP)
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0x81, 0xa2, 't', 's', 0xd7, 0xff, 0, 0, 0, 0, 0x66, 0x32, 0x2e, 0x80})
+	fuzzRef(f, fuzzConfigs(), FormatMsgpack)
+}
+
+// fuzzRef runs the fuzz function of the decoder targets: under every
+// config of cfgs, in format, Decode agrees with the reference first phase
+// of that format (reference_test.go).
+func fuzzRef(f *testing.F, cfgs []Config, format Format) {
 	var decs []*Decoder
-	for _, cfg := range fuzzConfigs() {
-		cfg.Format = FormatMsgpack
+	for _, cfg := range cfgs {
+		cfg.Format = format
 		decs = append(decs, mustDecoder(f, cfg))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, d := range decs {
-			ref := refScanMsgpack(d, data)
+			if format == FormatMsgpack {
+				compareRef(t, d, data, refScanMsgpack(d, data))
+				continue
+			}
+			ref, uncertain := refScanJSON(d, data)
+			if uncertain {
+				var e Event
+				err := d.Decode(data, &e)
+				checkResult(t, d, &e, err)
+				continue
+			}
 			compareRef(t, d, data, ref)
 		}
 	})
@@ -390,23 +168,7 @@ func FuzzDecodeJSON(f *testing.F) {
 	for _, s := range []string{`{"ts":1e400}`, `{"country":"\ud800\udc00"}`, `[{"a":[1,{}]}]`, ` {"ts" : -0 } `, `{"ts":1}{}`} {
 		f.Add([]byte(s))
 	}
-	var decs []*Decoder
-	for _, cfg := range fuzzConfigs() {
-		cfg.Format = FormatJSON
-		decs = append(decs, mustDecoder(f, cfg))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, d := range decs {
-			ref, uncertain := refScanJSON(d, data)
-			if uncertain {
-				var e Event
-				err := d.Decode(data, &e)
-				checkResult(t, d, &e, err)
-				continue
-			}
-			compareRef(t, d, data, ref)
-		}
-	})
+	fuzzRef(f, fuzzConfigs(), FormatJSON)
 }
 
 // FuzzDecodeEquivalent: the msgpack and JSON encodings of the same fields,

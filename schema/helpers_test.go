@@ -15,9 +15,12 @@ type kv struct {
 	v any
 }
 
+// An obj value is a nested map, written in the given order (unlike a Go
+// map, whose order encoders choose).
 type (
 	rawMP []byte
 	rawJS string
+	obj   []kv
 )
 
 // encMP encodes kvs as a msgpack map in the given order, with msgpack/v5
@@ -39,6 +42,8 @@ func encMP(t testing.TB, kvs ...kv) []byte {
 			_, err = buf.Write(v)
 		case rawJS:
 			t.Fatalf("rawJS value for key %q in a msgpack message", e.k)
+		case obj:
+			_, err = buf.Write(encMP(t, v...))
 		default:
 			err = enc.Encode(v)
 		}
@@ -68,6 +73,8 @@ func encJS(t testing.TB, kvs ...kv) []byte {
 			b = append(b, v...)
 		case rawMP:
 			t.Fatalf("rawMP value for key %q in a JSON message", e.k)
+		case obj:
+			b = append(b, encJS(t, v...)...)
 		default:
 			j, err := json.Marshal(v)
 			if err != nil {

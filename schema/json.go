@@ -9,9 +9,11 @@ import (
 
 // This file is a small JSON (RFC 8259) scanner for input events. Its syntax
 // is encoding/json's (FuzzDecodeJSON compares the two), it reads only the
-// configured fields, never recurses, and allocates only when a container
-// nesting depth exceeds what its reused stack has held before. Strings of
-// configured fields must be valid UTF-8; skipped strings are not checked.
+// configured fields, recurses only along configured paths (at most
+// MaxPathDepth deep, pathtree.go), and allocates only when a skipped
+// container nesting depth exceeds what its reused stack has held before.
+// Strings of configured fields must be valid UTF-8; skipped strings are
+// not checked.
 
 // jsonWS returns the position of the first non-whitespace byte from p.
 func jsonWS(b []byte, p int) int {
@@ -38,61 +40,76 @@ func (d *Decoder) scanJSON(msg []byte) Reason {
 		}
 		return ReasonNotAMap
 	}
-	p = jsonWS(msg, p+1)
-	if p < len(msg) && msg[p] == '}' {
-		p++
-	} else {
-		for {
-			if p >= len(msg) || msg[p] != '"' {
-				return ReasonMalformed
-			}
-			mark := len(d.scratch)
-			key, next, _, ok := d.jsonStr(msg, p)
-			if !ok {
-				return ReasonMalformed
-			}
-			p = jsonWS(msg, next)
-			if p >= len(msg) || msg[p] != ':' {
-				return ReasonMalformed
-			}
-			p = jsonWS(msg, p+1)
-			if len(key) > d.cfg.MaxKeyLen {
-				return ReasonOversized
-			}
-			if d.keyHook != nil {
-				d.keyHook(key)
-			}
-			i := d.lookup(key)
-			d.scratch = d.scratch[:mark] // the key is no longer needed
-			if i < 0 {
-				p, ok = d.jsonSkip(msg, p)
-			} else if d.vals[i].k != kAbsent {
-				return ReasonDuplicateField
-			} else {
-				p, ok = d.jsonScalar(msg, p, &d.vals[i])
-			}
-			if !ok {
-				return ReasonMalformed
-			}
-			p = jsonWS(msg, p)
-			if p >= len(msg) {
-				return ReasonMalformed
-			}
-			if msg[p] == ',' {
-				p = jsonWS(msg, p+1)
-				continue
-			}
-			if msg[p] == '}' {
-				p++
-				break
-			}
-			return ReasonMalformed
-		}
+	p, r := d.jsonObject(msg, p, 0)
+	if r != ReasonNone {
+		return r
 	}
 	if jsonWS(msg, p) != len(msg) {
 		return ReasonTrailingData
 	}
 	return ReasonNone
+}
+
+// jsonObject reads the object whose '{' is at p, the node ni of the
+// configured paths, storing the configured fields; it returns the
+// position after the closing '}'.
+func (d *Decoder) jsonObject(msg []byte, p, ni int) (int, Reason) {
+	keys := d.nodes[ni].keys
+	p = jsonWS(msg, p+1)
+	if p < len(msg) && msg[p] == '}' {
+		return p + 1, ReasonNone
+	}
+	for {
+		if p >= len(msg) || msg[p] != '"' {
+			return p, ReasonMalformed
+		}
+		mark := len(d.scratch)
+		key, next, _, ok := d.jsonStr(msg, p)
+		if !ok {
+			return p, ReasonMalformed
+		}
+		p = jsonWS(msg, next)
+		if p >= len(msg) || msg[p] != ':' {
+			return p, ReasonMalformed
+		}
+		p = jsonWS(msg, p+1)
+		if len(key) > d.cfg.MaxKeyLen {
+			return p, ReasonOversized
+		}
+		if ni == 0 && d.keyHook != nil {
+			d.keyHook(key) // a top-level key (Keys)
+		}
+		ref := find(keys, key)
+		d.scratch = d.scratch[:mark] // the key is no longer needed
+		switch {
+		case ref == unconfigured:
+			p, ok = d.jsonSkip(msg, p)
+		case ref < 0:
+			var r Reason
+			if p, r = d.jsonNested(msg, p, ^ref); r != ReasonNone {
+				return p, r
+			}
+		case d.vals[ref].k != kAbsent:
+			return p, ReasonDuplicateField
+		default:
+			p, ok = d.jsonScalar(msg, p, &d.vals[ref])
+		}
+		if !ok {
+			return p, ReasonMalformed
+		}
+		p = jsonWS(msg, p)
+		if p >= len(msg) {
+			return p, ReasonMalformed
+		}
+		switch msg[p] {
+		case ',':
+			p = jsonWS(msg, p+1)
+		case '}':
+			return p + 1, ReasonNone
+		default:
+			return p, ReasonMalformed
+		}
+	}
 }
 
 // jsonStr reads the string starting with the quote at p. Without escapes

@@ -6,10 +6,10 @@ package schema
 // check of the operator (a misspelt field name makes every event fail
 // with missing_field; this says which field, and which names there are).
 
-// FieldInfo is one distinct configured field name and the roles it
-// serves.
+// FieldInfo is one distinct configured field (a name, or a path into
+// nested maps) and the roles it serves.
 type FieldInfo struct {
-	// Name is the field name, as configured.
+	// Name is the field's path, as configured.
 	Name string
 	// Roles are the configuration keys that name the field: time_field,
 	// unit_field, group_by, histogram.field, value_field.
@@ -98,8 +98,8 @@ func (d *Decoder) typeOK(k kind, roles uint8) bool {
 	return true
 }
 
-// Keys calls fn with every top-level string key of msg, a JSON object or
-// msgpack map as Decode reads it, in message order, until the message ends
+// Keys calls fn with every top-level string key of msg (not the keys of
+// nested maps), a JSON object or msgpack map as Decode reads it, in message order, until the message ends
 // or a key shows it malformed (keys longer than MaxKeyLen are not
 // reported). fn must not keep key. Keys changes what Shape reports.
 func (d *Decoder) Keys(msg []byte, fn func(key []byte)) {

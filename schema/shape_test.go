@@ -2,6 +2,7 @@ package schema
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,39 @@ func TestShapeKeys(t *testing.T) {
 	d.Keys([]byte(`{"a":1,"b":`), func([]byte) { n++ })
 	if n != 2 {
 		t.Errorf("malformed message: %d keys reported before the error, want 2", n)
+	}
+}
+
+// TestShapeNested: with a nested group-by path, Shape reports the path
+// absent when its parent map or its leaf is missing, and of the wrong
+// type when the leaf is a map; Keys lists only the top-level keys.
+func TestShapeNested(t *testing.T) {
+	cfg := testConfig()
+	cfg.GroupBy = []string{"country", "device.os"} // bit 3
+	d := mustDecoder(t, cfg)
+	nested := func(v any) []kv { return with(with(testEvent(), "device", del), "device", v) }
+	cases := []struct {
+		name          string
+		kvs           []kv
+		absent, wrong uint64
+	}{
+		{"good", nested(map[string]any{"os": "ios"}), 0, 0},
+		{"parent missing", with(testEvent(), "device", del), 1 << 3, 0},
+		{"leaf missing", nested(map[string]any{"o_s": "ios"}), 1 << 3, 0},
+		{"leaf a map", nested(map[string]any{"os": map[string]any{"name": "ios"}}), 0, 1 << 3},
+	}
+	for _, c := range cases {
+		for enc, msg := range map[string][]byte{"json": encJS(t, c.kvs...), "msgpack": encMP(t, c.kvs...)} {
+			var e Event
+			_ = d.Decode(msg, &e)
+			if a, w := d.Shape(); a != c.absent || w != c.wrong {
+				t.Errorf("%s (%s): Shape() = %06b, %06b; want %06b, %06b", c.name, enc, a, w, c.absent, c.wrong)
+			}
+			var keys []string
+			d.Keys(msg, func(k []byte) { keys = append(keys, string(k)) })
+			if slices.Contains(keys, "os") || slices.Contains(keys, "o_s") || !slices.Contains(keys, "ts") {
+				t.Errorf("%s (%s): Keys = %v, want the top-level keys only", c.name, enc, keys)
+			}
+		}
 	}
 }

@@ -22,10 +22,13 @@ const codecVersion = 1
 //	units       int
 //	partials    int
 //	drops       map: groups, buckets, per_bucket, values, count, clamped,
-//	            unit_cap, group_cap → int
+//	            unit_cap, group_cap → int; then total → int only when
+//	            non-zero (MaxContributions)
 //	sensitivity map: histogram, count, sum, mean_sum, values, units →
-//	            [L0, L1, L2, Linf] (float64); replace_one → bool; then
-//	            sum_sq and tree (same form) only when non-zero
+//	            [L0, L1, L2, Linf] (float64), or [L0, L1, L2, Linf, 1]
+//	            when MaxContributions binds it (Sensitivity.Total);
+//	            replace_one → bool; then sum_sq and tree (same form) only
+//	            when non-zero
 //	groups      array of maps, sorted by k:
 //	            k string, u int (units), h [int] or nil (histogram),
 //	            c int (count), n int (values), s [float64] and cs [float64]
@@ -59,7 +62,7 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 			put(flt(x))
 		}
 	}
-	sens := func(s Sensitivity) { floats([]float64{s.L0, s.L1, s.L2, s.Linf}) }
+	sens := func(s Sensitivity) { floats([]float64{s.L0, s.L1, s.L2, s.Linf, 1}[:4+btoi(s.Total)]) }
 
 	put(mapLen(9),
 		str("v"), num(codecVersion),
@@ -68,7 +71,7 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 		str("event_level"), boolean(w.EventLevel),
 		str("units"), num(w.Units),
 		str("partials"), num(w.Partials),
-		str("drops"), mapLen(8),
+		str("drops"), mapLen(8+btoi(w.Drops.Total != 0)),
 		str("groups"), num(w.Drops.Groups),
 		str("buckets"), num(w.Drops.Buckets),
 		str("per_bucket"), num(w.Drops.PerBucket),
@@ -76,21 +79,16 @@ func (w *Window) MarshalBinary() ([]byte, error) {
 		str("count"), num(w.Drops.Count),
 		str("clamped"), num(w.Drops.Clamped),
 		str("unit_cap"), num(w.Drops.UnitCap),
-		str("group_cap"), num(w.Drops.GroupCap),
-		str("sensitivity"), mapLen(7+btoi(w.Sensitivity.SumSq != Sensitivity{})+btoi(w.Sensitivity.Tree != Sensitivity{})),
-		str("histogram"))
+		str("group_cap"), num(w.Drops.GroupCap))
+	if w.Drops.Total != 0 {
+		put(str("total"), num(w.Drops.Total))
+	}
+	put(str("sensitivity"), mapLen(7+btoi(w.Sensitivity.SumSq != Sensitivity{})+btoi(w.Sensitivity.Tree != Sensitivity{})))
 	s := &w.Sensitivity
-	sens(s.Histogram)
-	put(str("count"))
-	sens(s.Count)
-	put(str("sum"))
-	sens(s.Sum)
-	put(str("mean_sum"))
-	sens(s.MeanSum)
-	put(str("values"))
-	sens(s.Values)
-	put(str("units"))
-	sens(s.Units)
+	for i, v := range [...]Sensitivity{s.Histogram, s.Count, s.Sum, s.MeanSum, s.Values, s.Units} {
+		put(str([...]string{"histogram", "count", "sum", "mean_sum", "values", "units"}[i]))
+		sens(v)
+	}
 	put(str("replace_one"), boolean(s.ReplaceOne))
 	if s.SumSq != (Sensitivity{}) {
 		put(str("sum_sq"))
@@ -267,7 +265,7 @@ func (d *decoder) drops(out *Drops) error {
 	fields := map[string]*int64{
 		"groups": &out.Groups, "buckets": &out.Buckets, "per_bucket": &out.PerBucket,
 		"values": &out.Values, "count": &out.Count, "clamped": &out.Clamped,
-		"unit_cap": &out.UnitCap, "group_cap": &out.GroupCap,
+		"unit_cap": &out.UnitCap, "group_cap": &out.GroupCap, "total": &out.Total,
 	}
 	for range n {
 		key, err := d.dec.DecodeString()
@@ -304,11 +302,11 @@ func (d *decoder) sensitivity(out *Sensitivities) error {
 		switch p := fields[key]; {
 		case p != nil:
 			var xs []float64
-			if xs, err = d.floats(key, true); err == nil && len(xs) != 4 {
-				err = fmt.Errorf("%s: want [L0, L1, L2, Linf]", key)
+			if xs, err = d.floats(key, true); err == nil && (len(xs) < 4 || len(xs) > 5 || len(xs) == 5 && xs[4] != 1) {
+				err = fmt.Errorf("%s: want [L0, L1, L2, Linf] or [L0, L1, L2, Linf, 1] (total bound)", key)
 			}
 			if err == nil {
-				*p = Sensitivity{L0: xs[0], L1: xs[1], L2: xs[2], Linf: xs[3]}
+				*p = Sensitivity{L0: xs[0], L1: xs[1], L2: xs[2], Linf: xs[3], Total: len(xs) == 5}
 			}
 		case key == "replace_one":
 			out.ReplaceOne, err = d.dec.DecodeBool()

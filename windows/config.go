@@ -125,6 +125,15 @@ type Config struct {
 	// and window to Count (events) and to Sum and Mean (values). Needed
 	// with Count, Sum or Mean.
 	MaxValues int
+	// MaxContributions is the most one unit may add per window in total
+	// to the histogram (over all its cells in all groups) and, separately,
+	// to the count (over all groups) — the L1 bound beside the L0 and L∞
+	// ones (0: unset, only the per-cell and per-group bounds hold). When a
+	// unit's bounded contributions exceed it, a uniformly random subset of
+	// them is kept, chosen with the unit's keyed randomness (see
+	// totalKeep), so the choice depends neither on arrival order nor on
+	// other units. Ignored with EventLevel (every bound is then 1).
+	MaxContributions int
 	// Lower and Upper are the clamping range of values. Needed with Sum or
 	// Mean; Lower < Upper, both finite with magnitude ≤ MaxAbsValue.
 	Lower, Upper float64
@@ -241,6 +250,9 @@ func (c Config) Validate() error {
 		if okL && okU && !(c.Lower < c.Upper) {
 			bad("lower must be below upper")
 		}
+	}
+	if c.MaxContributions < 0 || c.MaxContributions > MaxPerBucketLimit {
+		bad("max contributions must be in [0, %d] (0: unset), got %d", MaxPerBucketLimit, c.MaxContributions)
 	}
 	if c.MaxUnits < 0 {
 		bad("max units must not be negative (0: no cap)")

@@ -171,6 +171,12 @@ func fingerprint(c *Config, k0, k1 uint64) [16]byte {
 			h.word(x)
 		}
 	}
+	// The total bound (issue 20), only when set: configurations without
+	// it keep their fingerprints.
+	if c.MaxContributions != 0 {
+		h.word(tagTotal)
+		h.word(uint64(c.MaxContributions))
+	}
 	lo, hi := h.sum128()
 	var fp [16]byte
 	for i := range 8 {

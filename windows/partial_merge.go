@@ -369,7 +369,8 @@ func (t *Tumbling) finishPartial(p *Partial) Window {
 		w := p.words
 		for pos := 0; pos < len(w); {
 			end := unitEnd(w, pos)
-			t.finishUnit(w[pos+pEvents], int(w[pos+pNg]), w[pos+pHdr:end], acc, &out.Drops)
+			k1 := uint64(w[pos+pK1lo]) | uint64(w[pos+pK1hi])<<32
+			t.finishUnit(k1, p.keys, w[pos+pEvents], int(w[pos+pNg]), w[pos+pHdr:end], acc, &out.Drops)
 			pos = end
 		}
 		out.Units = int64(p.nunits)

@@ -17,10 +17,14 @@ import (
 // bounds, a unit cap, event level with and without a group cap.
 func partialVariants() map[string]Config {
 	mods := map[string]func(*Config){
-		"units":               func(*Config) {},
-		"bounds=1":            func(c *Config) { c.MaxGroups, c.MaxBuckets, c.MaxPerBucket, c.MaxValues = 1, 1, 1, 1 },
-		"mixed":               func(c *Config) { c.MaxGroups, c.MaxBuckets, c.MaxPerBucket, c.MaxValues = 3, 1, 3, 2 },
-		"units, capped":       func(c *Config) { c.MaxUnits = 7 },
+		"units":         func(*Config) {},
+		"bounds=1":      func(c *Config) { c.MaxGroups, c.MaxBuckets, c.MaxPerBucket, c.MaxValues = 1, 1, 1, 1 },
+		"mixed":         func(c *Config) { c.MaxGroups, c.MaxBuckets, c.MaxPerBucket, c.MaxValues = 3, 1, 3, 2 },
+		"units, capped": func(c *Config) { c.MaxUnits = 7 },
+		// The total bound of issue 20, below the product bounds of both
+		// the histogram (2·2·2) and the count (2·3).
+		"total":               func(c *Config) { c.MaxContributions = 3 },
+		"total, capped":       func(c *Config) { c.MaxContributions = 3; c.MaxUnits = 7 },
 		"event level":         func(c *Config) { c.EventLevel = true },
 		"event level, capped": func(c *Config) { c.EventLevel = true; c.MaxOpenGroups = 3 },
 		// The aggregates of issue 11 (small trees, so that leaves collide).

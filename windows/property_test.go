@@ -148,6 +148,8 @@ func TestInterleavingDoesNotChangeResults(t *testing.T) {
 	variants := map[string]func(*Config){
 		"units":            func(*Config) {},
 		"units, capped":    func(c *Config) { c.MaxUnits = 7 },
+		"total":            func(c *Config) { c.MaxContributions = 3 },
+		"total, capped":    func(c *Config) { c.MaxContributions = 3; c.MaxUnits = 7 },
 		"event level":      func(c *Config) { c.EventLevel = true },
 		"event level, cap": func(c *Config) { c.EventLevel = true; c.MaxOpenGroups = 3 },
 	}
@@ -167,9 +169,13 @@ func TestInterleavingDoesNotChangeResults(t *testing.T) {
 // merging their partial windows gives the single instance's windows, in
 // either merge order, and survives encoding.
 func TestMergeEqualsSingleInstance(t *testing.T) {
-	for _, eventLevel := range []bool{false, true} {
+	for _, v := range []struct {
+		eventLevel bool
+		total      int
+	}{{false, 0}, {true, 0}, {false, 3}} {
+		eventLevel := v.eventLevel
 		cfg := propCfg()
-		cfg.EventLevel = eventLevel
+		cfg.EventLevel, cfg.MaxContributions = eventLevel, v.total
 		// Lateness depends on each event's own arrival only, so the
 		// instances drop exactly the events the single instance drops.
 		r := rand.New(rand.NewPCG(7, 8))
@@ -288,8 +294,13 @@ func roundTrip(t *testing.T, w Window) Window {
 // unit is removed from a random dataset and the change measured directly.
 func TestSensitivityHoldsEmpirically(t *testing.T) {
 	variants := map[string]func(*Config){
-		"units":       func(*Config) {},
-		"capped":      func(c *Config) { c.MaxUnits = 6 },
+		"units":  func(*Config) {},
+		"capped": func(c *Config) { c.MaxUnits = 6 },
+		"total":  func(c *Config) { c.MaxContributions = 3 },
+		"total, capped": func(c *Config) {
+			c.MaxContributions = 3
+			c.MaxUnits = 6
+		},
 		"event level": func(c *Config) { c.EventLevel = true },
 	}
 	for name, mod := range variants {

@@ -8,6 +8,11 @@ import "math"
 // and L2 norms of the whole change. Every value is rounded up.
 type Sensitivity struct {
 	L0, L1, L2, Linf float64
+	// Total is true when MaxContributions binds this vector: L1 and L2
+	// are then below L0·L∞ and √L0·L∞, and a calibration should use them
+	// (Laplace-like noise on L1, Gaussian noise on L2; see
+	// totalSensitivity).
+	Total bool
 }
 
 // Sensitivities holds the sensitivity of every vector a window hands over,
@@ -63,7 +68,10 @@ type Sensitivities struct {
 //	SumSq      k = G    [0, V·h²]
 //
 // and the quantile tree's as documented at treeSensitivity. Values and
-// MeanSum serve the variance as well as the mean.
+// MeanSum serve the variance as well as the mean. With MaxContributions
+// T > 0, a unit's total over the histogram's cells and over the count's
+// groups is also at most T; see totalSensitivity for the histogram and
+// the count then.
 //
 // With EventLevel every bound is 1 (one event touches one group, one cell,
 // and has at most one value). The config must be valid.
@@ -77,11 +85,15 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 	}
 	replace := c.MaxUnits > 0 && !c.EventLevel
 	s := Sensitivities{ReplaceOne: replace}
+	t := float64(c.MaxContributions)
+	if c.EventLevel {
+		t = 0
+	}
 	if c.Histogram {
-		s.Histogram = vectorSensitivity(g*b, 0, p, replace)
+		s.Histogram = totalSensitivity(g*b, p, t, replace)
 	}
 	if c.Count {
-		s.Count = vectorSensitivity(g, 0, v, replace)
+		s.Count = totalSensitivity(g, v, t, replace)
 	}
 	if c.Sum || c.Mean || c.Variance {
 		s.Values = vectorSensitivity(g, 0, v, replace)
@@ -103,6 +115,40 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 	}
 	s.Units = vectorSensitivity(g, 0, 1, replace)
 	return s, nil
+}
+
+// totalSensitivity is the sensitivity of a vector of k integer
+// coordinates, each of which one unit moves within [0, a], with the unit's
+// total over all of them at most t (t = 0: no total bound). When t < k·a
+// (the total bound binds), with q = min(k, ⌊t/a⌋) coordinates at a and,
+// if q < k, one more at r = t − q·a:
+//
+//   - add/remove one unit: L0 = min(k, t), L∞ = min(a, t), L1 = t,
+//     L2 = √(q·a² + r²) — the largest ‖v‖₂ over integer vectors with at
+//     most k coordinates in [0, a] summing to at most t: filling the
+//     coordinates greedily maximises the convex ‖v‖₂² over that polytope,
+//     whose vertices are such vectors (TestTotalSensitivityBrute checks
+//     it by enumeration);
+//   - replace one unit: the difference v − v′ of two such vectors, so
+//     L0 = 2·min(k, t), L∞ = min(a, t), L1 = 2t and, as v, v′ ≥ 0 make
+//     ⟨v, v′⟩ ≥ 0, L2² ≤ ‖v‖₂² + ‖v′‖₂² = 2(q·a² + r²).
+//
+// Otherwise it is vectorSensitivity(k, 0, a, replace), unchanged.
+func totalSensitivity(k, a, t float64, replace bool) Sensitivity {
+	if !(t > 0) || t >= mulUp(k, a) {
+		return vectorSensitivity(k, 0, a, replace)
+	}
+	q := min(k, math.Floor(t/a))
+	r := 0.0
+	if q < k {
+		r = min(a, t-q*a) // exact: integers below 2^53
+	}
+	sq := addUp(mulUp(q, mulUp(a, a)), mulUp(r, r))
+	s := Sensitivity{L0: min(k, t), Linf: min(a, t), L1: t, L2: sqrtUp(sq), Total: true}
+	if replace {
+		s.L0, s.L1, s.L2 = 2*s.L0, 2*t, sqrtUp(mulUp(2, sq))
+	}
+	return s
 }
 
 // midpoint is the centre used for Group.CentredSum: Lower/2 + Upper/2

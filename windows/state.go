@@ -202,6 +202,9 @@ const (
 	// tagPartial separates the configuration fingerprint of partials
 	// (see fingerprint).
 	tagPartial = 5
+	// tagTotal marks MaxContributions in the fingerprint (see
+	// fingerprint).
+	tagTotal = 6
 )
 
 // groupHash is the keyed hash of a group key in this window.

@@ -17,7 +17,8 @@ func (w *openWindow) finish() Window {
 		// which units are visited does not matter: arena order.
 		for _, r := range w.liveRefs() {
 			b := w.blob(r)
-			t.finishUnit(b[hEvents], int(b[hMeta]&0xffff), b[w.hdr:], w.acc, &out.Drops)
+			k1 := uint64(b[hK1lo]) | uint64(b[hK1hi])<<32
+			t.finishUnit(k1, w.gkeys, b[hEvents], int(b[hMeta]&0xffff), b[w.hdr:], w.acc, &out.Drops)
 		}
 		out.Units = int64(w.live)
 	}
@@ -32,19 +33,23 @@ func (t *Tumbling) emptyWindow(start int64) Window {
 	return Window{Start: start, End: start + t.size, EventLevel: t.cfg.EventLevel, Sensitivity: t.sens, Partials: 1}
 }
 
-// finishUnit applies the remaining bounds to one kept unit — events
-// accepted events and ng kept groups in the words b (laid out as in a unit
-// blob, each group's first word indexing acc) — adding its contributions
-// to acc and what the bounds remove to d. Shared by Poll (unit blobs) and
-// MergePartials (partial units), so that both finish a unit with the same
-// arithmetic; the order of the groups, cells and values in b does not
-// matter.
-func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *Drops) {
+// finishUnit applies the remaining bounds to one kept unit — of keyed
+// hash k1, with events accepted events and ng kept groups in the words b
+// (laid out as in a unit blob, each group's first word indexing acc and
+// keys) — adding its contributions to acc and what the bounds remove to
+// d. Shared by Poll (unit blobs) and MergePartials (partial units), so
+// that both finish a unit with the same arithmetic; the order of the
+// groups, cells and values in b does not matter.
+func (t *Tumbling) finishUnit(k1 uint64, keys []string, events uint32, ng int, b []uint32, acc []gacc, d *Drops) {
 	cfg := &t.cfg
 	perBucket, maxValues := uint32(cfg.MaxPerBucket), uint32(cfg.MaxValues)
+	var keepCount, keepCells []uint32
+	if cfg.MaxContributions > 0 {
+		keepCount, keepCells = t.totalBound(k1, keys, ng, b, d)
+	}
 	kept := int64(0)
-	pos := 0
-	for range ng {
+	pos, cell := 0, 0
+	for j := range ng {
 		g := b[pos : pos+groupSize(b[pos+gCounts])]
 		pos += len(g)
 		a := &acc[g[gGid]]
@@ -52,7 +57,11 @@ func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *
 		kept += int64(events)
 		a.units++
 		if cfg.Count {
-			a.count += int64(min(events, maxValues))
+			n := min(events, maxValues)
+			if keepCount != nil {
+				n = keepCount[j]
+			}
+			a.count += int64(n)
 			d.Count += int64(events - min(events, maxValues))
 		}
 		nb, nv := int(g[gCounts]&0xffff), int(g[gCounts]>>16)
@@ -65,7 +74,12 @@ func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *
 			for i := 0; i < len(cells); i += cellWords {
 				n := cells[i+1]
 				inCells += int64(n)
-				a.hist[cells[i]] += int64(min(n, perBucket))
+				k := min(n, perBucket)
+				if keepCells != nil {
+					k = keepCells[cell]
+				}
+				cell++
+				a.hist[cells[i]] += int64(k)
 				d.PerBucket += int64(n - min(n, perBucket))
 			}
 			d.Buckets += int64(g[gHist]) - inCells
@@ -80,6 +94,49 @@ func (t *Tumbling) finishUnit(events uint32, ng int, b []uint32, acc []gacc, d *
 		}
 	}
 	d.Groups += int64(events) - kept
+}
+
+// totalBound applies MaxContributions to the unit of finishUnit (see
+// total.go): it returns the count kept in each group (by position in b)
+// and in each cell (by position among the unit's cells), nil where the
+// bound does not bind, and adds what it removes to d.Total.
+func (t *Tumbling) totalBound(k1 uint64, keys []string, ng int, b []uint32, d *Drops) (count, cells []uint32) {
+	cfg := &t.cfg
+	bound := uint32(cfg.MaxContributions)
+	var gs, cs []totalSlot
+	pos := 0
+	for j := range ng {
+		g := b[pos : pos+groupSize(b[pos+gCounts])]
+		pos += len(g)
+		key := keys[g[gGid]]
+		if cfg.Count {
+			gs = append(gs, totalSlot{key: key, pos: j, n: min(g[gEvents], uint32(cfg.MaxValues))})
+		}
+		if cfg.Histogram {
+			nb := int(g[gCounts] & 0xffff)
+			for i := gWords; i < gWords+cellWords*nb; i += cellWords {
+				cs = append(cs, totalSlot{key: key, bucket: g[i], pos: len(cs), n: min(g[i+1], uint32(cfg.MaxPerBucket))})
+			}
+		}
+	}
+	if n := totalKeep(mix(k1, tagTotalCount), bound, gs); n > 0 {
+		d.Total += n
+		count = slotCounts(gs)
+	}
+	if n := totalKeep(mix(k1, tagTotalHist), bound, cs); n > 0 {
+		d.Total += n
+		cells = slotCounts(cs)
+	}
+	return count, cells
+}
+
+// slotCounts returns the counts of slots indexed by their positions.
+func slotCounts(slots []totalSlot) []uint32 {
+	out := make([]uint32, len(slots))
+	for _, s := range slots {
+		out[s.pos] = s.n
+	}
+	return out
 }
 
 // finishGroups appends to out the groups with a contribution — keys[i]

@@ -102,6 +102,9 @@ type Drops struct {
 	Values int64
 	// Count: events beyond MaxValues in a kept group, for the count.
 	Count int64
+	// Total: histogram and count contributions beyond MaxContributions
+	// (after the other bounds).
+	Total int64
 	// Clamped: kept values moved into [Lower, Upper] (changed, not dropped).
 	Clamped int64
 	// UnitCap: events of units not kept under MaxUnits.
@@ -117,6 +120,7 @@ func (d *Drops) add(o Drops) {
 	d.PerBucket += o.PerBucket
 	d.Values += o.Values
 	d.Count += o.Count
+	d.Total += o.Total
 	d.Clamped += o.Clamped
 	d.UnitCap += o.UnitCap
 	d.GroupCap += o.GroupCap

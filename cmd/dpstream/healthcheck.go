@@ -7,10 +7,13 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dpstream/dpstream/operator"
 )
 
 func init() { commands = append(commands, newHealthcheckCmd) }
@@ -41,17 +44,29 @@ meant for container healthchecks where the image has no shell or curl
   healthcheck:
     test: ["CMD", "dpstream", "healthcheck", "--addr", "127.0.0.1:9464"]
 
-An address that listens on every interface (":9464", "0.0.0.0:9464") is
-probed on 127.0.0.1.`,
+Without --addr it probes DPSTREAM_OBSERVABILITY_LISTEN when that is set
+(the variable that sets observability.listen for dpstream run), else
+127.0.0.1:9464. An address that listens on every interface (":9464",
+"0.0.0.0:9464") is probed on 127.0.0.1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return healthcheck(cmd.Context(), cmd.OutOrStdout(), addr, path, timeout)
 		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:9464", "host:port of dpstream's observability.listen")
+	cmd.Flags().StringVar(&addr, "addr", healthcheckAddr(), "host:port of dpstream's observability.listen")
 	cmd.Flags().StringVar(&path, "path", "/readyz", "endpoint to probe: /readyz (ready to publish) or /healthz (the process runs)")
 	cmd.Flags().DurationVar(&timeout, "timeout", healthcheckTimeout, "how long the probe may take")
 	return cmd
+}
+
+// healthcheckAddr is --addr's default: $DPSTREAM_OBSERVABILITY_LISTEN (how
+// the environment sets observability.listen for dpstream run) when set,
+// else observability.listen's default.
+func healthcheckAddr() string {
+	if a := os.Getenv(operator.EnvPrefix + "_OBSERVABILITY_LISTEN"); a != "" {
+		return a
+	}
+	return operator.Default().Observability.Listen
 }
 
 // healthcheck probes http://addr+path once and reports the answer on out.

@@ -51,3 +51,18 @@ func TestHealthcheck(t *testing.T) {
 		t.Errorf("bad address: err %v", err)
 	}
 }
+
+// TestHealthcheckAddrFromEnv: without --addr, healthcheck probes the
+// address DPSTREAM_OBSERVABILITY_LISTEN gives dpstream run (the
+// walkthrough sets it once for both); without the variable, the default
+// listen address. The code before always defaulted to 127.0.0.1:9464.
+func TestHealthcheckAddrFromEnv(t *testing.T) {
+	t.Setenv("DPSTREAM_OBSERVABILITY_LISTEN", "127.0.0.1:19464")
+	if got := newHealthcheckCmd().Flags().Lookup("addr").DefValue; got != "127.0.0.1:19464" {
+		t.Errorf("--addr default with the variable set = %q", got)
+	}
+	t.Setenv("DPSTREAM_OBSERVABILITY_LISTEN", "")
+	if got := newHealthcheckCmd().Flags().Lookup("addr").DefValue; got != "127.0.0.1:9464" {
+		t.Errorf("--addr default without the variable = %q", got)
+	}
+}

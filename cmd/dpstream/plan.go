@@ -83,6 +83,15 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 			fmt.Fprintf(out, "composition: %s, every window spends the whole horizon budget (an event lies in one window only)\n", b.Composition)
 		}
 	}
+	bd := s.Bounds
+	fmt.Fprintf(out, "bounds per unit and window: max_groups %d, max_buckets %d, max_per_bucket %d, max_values %d", bd.MaxGroups, bd.MaxBuckets, bd.MaxPerBucket, bd.MaxValues)
+	if bd.MaxContributions > 0 {
+		fmt.Fprintf(out, ", max_contributions %d", bd.MaxContributions)
+	}
+	if bd.MaxUnits > 0 {
+		fmt.Fprintf(out, ", max_units %d", bd.MaxUnits)
+	}
+	fmt.Fprintln(out)
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aggregate\tseries\tmechanism\tscale\thalf-width\texpected\trelative\t")
@@ -107,6 +116,9 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 		}
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writeSensitivities(out, s); err != nil {
 		return err
 	}
 	if sel := s.Selection; sel != nil {
@@ -159,4 +171,20 @@ func opt(v *float64, unit string) string {
 		return pct(*v)
 	}
 	return g(*v)
+}
+
+// writeSensitivities prints how far one unit moves every noised series in
+// a window, and which bounds give its L1 and L2.
+func writeSensitivities(out io.Writer, s *operator.Sizing) error {
+	fmt.Fprintln(out, "\nsensitivity (one unit, one window) and the bounds that bind L1 and L2:")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  aggregate\tseries\tL0\tL∞\tL1\tL2\t")
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			if e := r.Sensitivity; e != nil {
+				fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s (%s)\t%s (%s)\t\n", a.Aggregate, r.Series, g(e.L0), g(e.LInf), g(e.L1), e.L1Bound, g(e.L2), e.L2Bound)
+			}
+		}
+	}
+	return tw.Flush()
 }

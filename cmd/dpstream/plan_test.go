@@ -131,3 +131,49 @@ func TestComparePlotSaysWhere(t *testing.T) {
 		t.Errorf("%v\n%s", err, out)
 	}
 }
+
+// TestPlanNestedPaths: plan prints a nested unit path as configured, and
+// reports a path that does not parse by its setting. Old code: the path
+// was a flat key and "meter..id" was accepted.
+func TestPlanNestedPaths(t *testing.T) {
+	out, err := runCLI(t, "plan", "--config", exampleConfig, "--set", "schema.unit_field=meter.id", "--set", "schema.group_by=site.region")
+	if err != nil || !strings.Contains(out, "privacy unit: meter.id;") {
+		t.Errorf("plan with unit_field meter.id: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, "plan", "--config", exampleConfig, "--set", "schema.unit_field=meter..id")
+	if err == nil || !strings.Contains(err.Error()+out, `schema.unit_field "meter..id" has an empty key`) {
+		t.Errorf("plan with unit_field meter..id: %v\n%s", err, out)
+	}
+}
+
+// `dpstream plan` lists the bounds and, per noised series, the bound that
+// binds its L1 and L2 (text and JSON).
+func TestPlanShowsBindingBounds(t *testing.T) {
+	args := []string{"plan", "--config", exampleConfig, "--set", "bounds.max_buckets=3", "--set", "bounds.max_per_bucket=5", "--set", "bounds.max_contributions=5"}
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"max_per_bucket 5, max_values 4, max_contributions 5",
+		"histogram  counts  3   5   5 (bounds.max_contributions)", "count      count   1   4   4 (bounds.max_groups × bounds.max_values)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := runCLI(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s operator.Sizing
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	for _, a := range s.Aggregates {
+		if e := a.Series[0].Sensitivity; a.Aggregate == "histogram" && (e == nil || e.L1 != 5 || e.L1Bound != "bounds.max_contributions") {
+			t.Errorf("--json: histogram sensitivity %+v", e)
+		}
+	}
+	if s.Bounds.MaxContributions != 5 {
+		t.Errorf("--json: bounds %+v", s.Bounds)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,10 @@ import (
 
 // TestKafkaWalkthrough follows the README's walkthrough on the real broker:
 // build dpstream and the example producer, start `dpstream run` with
-// deploy/dpstream.example.yaml, produce the example's readings, and read
-// the releases. The only deviations, so that it takes about a minute
+// deploy/dpstream.example.yaml, the broker and the listen address given
+// only by DPSTREAM_KAFKA_BROKERS and DPSTREAM_OBSERVABILITY_LISTEN as the
+// walkthrough sets them, produce the example's readings, probe it with
+// `dpstream healthcheck` (no flags), and read the releases. The only deviations, so that it takes about a minute
 // instead of several: 5 s windows (--set windows.size=5s, with the
 // producer's --interval 1.25s the same 4 readings per meter and window as
 // the walkthrough's 15 s in 1 m; lateness and idle timeout shortened to
@@ -52,12 +55,17 @@ func TestKafkaWalkthrough(t *testing.T) {
 	id := "walk-" + hex.EncodeToString(rb[:])
 	in, out := id+"-meter-readings", id+"-meter-readings.dp"
 	example := filepath.Join("..", "..", "deploy", "dpstream.example.yaml")
-	flags := []string{"--config", example, "--brokers", strings.Join(brokers, ","), "--input-topics", in,
-		"--output-topic", out, "--group-id", id, "--listen", "",
+	flags := []string{"--config", example, "--input-topics", in,
+		"--output-topic", out, "--group-id", id,
 		"--set", "windows.size=5s", "--set", "windows.allowed_lateness=1s", "--set", "windows.idle_timeout=2s"}
 	var key [32]byte
 	_, _ = rand.Read(key[:])
-	env := append(os.Environ(), "DPSTREAM_KEY="+hex.EncodeToString(key[:]))
+	// The walkthrough's variables, set once: the broker and the listen
+	// address reach dpstream run, plan and healthcheck only through them
+	// (the producer gets --brokers "$DPSTREAM_KAFKA_BROKERS").
+	listen := freeAddr(t)
+	env := append(os.Environ(), "DPSTREAM_KEY="+hex.EncodeToString(key[:]),
+		"DPSTREAM_KAFKA_BROKERS="+strings.Join(brokers, ","), "DPSTREAM_OBSERVABILITY_LISTEN="+listen)
 
 	// dpstream plan --json, for the comparison with the start-up log.
 	planCmd := exec.Command(bin, append([]string{"plan", "--json"}, flags...)...)
@@ -124,6 +132,14 @@ func TestKafkaWalkthrough(t *testing.T) {
 	}
 	t.Logf("%d releases; window %s released all regions with counts near the truth", len(rels), time.UnixMilli(good).UTC().Format(time.RFC3339))
 
+	// `dpstream healthcheck` with no flags finds the running instance
+	// through DPSTREAM_OBSERVABILITY_LISTEN, and it is ready.
+	hc := exec.CommandContext(ctx, bin, "healthcheck")
+	hc.Env = env
+	if hcOut, err := hc.CombinedOutput(); err != nil {
+		t.Errorf("dpstream healthcheck (listen %s): %v\n%s", listen, err, hcOut)
+	}
+
 	// Stop it as the walkthrough does (Ctrl-C / SIGTERM): a clean drain.
 	_ = run.Process.Signal(syscall.SIGTERM)
 	if err := run.Wait(); err != nil {
@@ -133,6 +149,19 @@ func TestKafkaWalkthrough(t *testing.T) {
 		t.Errorf("no drain in the log")
 	}
 	checkStartupSummary(t, logs.String(), &plan)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port that was free a moment
+// ago (another process may take it before dpstream does: unlikely, and it
+// would fail the run's start, not pass wrongly).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // fullWindow returns the start of a window whose count releases of all

@@ -360,12 +360,93 @@ func TestImage(t *testing.T) {
 	}
 }
 
-// TestImagePodman would run the image once with podman. podman is not
-// installed on the project's machines (and an unprivileged sandbox usually
-// cannot create the user namespaces it needs), so this skips there.
-func TestImagePodman(t *testing.T) {
-	if _, err := exec.LookPath("podman"); err != nil {
-		t.Skip("podman is not installed: the image is checked as a file (TestImage), not run in a container")
+// containerEngines are the container engines TestImageRun tries, in order.
+var containerEngines = []string{"podman", "docker"}
+
+// containerEngine returns the first of engines that is installed and can
+// run containers (its `info` answers: the docker client without a
+// daemon, or podman without the user namespaces it needs, does not), or
+// "" and why none can.
+func containerEngine(engines []string) (engine, why string) {
+	var reasons []string
+	for _, e := range engines {
+		if _, err := exec.LookPath(e); err != nil {
+			reasons = append(reasons, e+" is not installed")
+			continue
+		}
+		cmd := exec.Command(e, "info")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		done := make(chan error, 1)
+		if err := cmd.Start(); err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s info: %v", e, err))
+			continue
+		}
+		go func() { done <- cmd.Wait() }()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(engineProbeTimeout):
+			_ = cmd.Process.Kill()
+			<-done
+			err = fmt.Errorf("no answer in %v", engineProbeTimeout)
+		}
+		if err != nil {
+			reasons = append(reasons, fmt.Sprintf("%s is installed but cannot run containers (%s info: %v: %s)",
+				e, e, err, lastLine(out.String())))
+			continue
+		}
+		return e, ""
+	}
+	return "", strings.Join(reasons, "; ")
+}
+
+// engineProbeTimeout bounds `ENGINE info`: a daemon that does not answer
+// in this long cannot serve the test either.
+const engineProbeTimeout = 30 * time.Second
+
+// lastLine is the last non-empty line of s (an engine's error message).
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// TestContainerEngineProbe: an engine that is installed but cannot run
+// containers (here a stand-in `docker` whose `info` fails, as the docker
+// client does without a daemon) is not chosen, and the reason says so; a
+// working one is.
+func TestContainerEngineProbe(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("shell stand-ins")
+	}
+	dir := t.TempDir()
+	write := func(name, script string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("fakedocker", "echo 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock.' >&2\nexit 1\n")
+	write("fakepodman", "echo ok\n")
+	t.Setenv("PATH", dir)
+	e, why := containerEngine([]string{"fakemissing", "fakedocker"})
+	if e != "" || !strings.Contains(why, "fakemissing is not installed") ||
+		!strings.Contains(why, "fakedocker is installed but cannot run containers") || !strings.Contains(why, "Cannot connect") {
+		t.Errorf("containerEngine = %q, %q", e, why)
+	}
+	if e, why := containerEngine([]string{"fakedocker", "fakepodman"}); e != "fakepodman" {
+		t.Errorf("containerEngine = %q, %q; want fakepodman", e, why)
+	}
+}
+
+// TestImageRun runs the image once with a container engine (podman or
+// docker). The project's machines have none that can run containers (the
+// docker client without a daemon; podman, where installed, usually cannot
+// create the user namespaces an unprivileged sandbox lacks), so this skips
+// there and says why.
+func TestImageRun(t *testing.T) {
+	engine, why := containerEngine(containerEngines)
+	if engine == "" {
+		t.Skip("no container engine can run containers (" + why + "): the image is checked as a file (TestImage), not run")
 	}
 	if testing.Short() {
 		t.Skip("builds dpstream")
@@ -373,22 +454,22 @@ func TestImagePodman(t *testing.T) {
 	repo, _ := snapshotCommit(t)
 	tarPath := filepath.Join(t.TempDir(), "dpstream-oci.tar")
 	buildImage(t, repo, tarPath)
-	loaded, err := exec.Command("podman", "load", "-i", tarPath).CombinedOutput()
+	loaded, err := exec.Command(engine, "load", "-i", tarPath).CombinedOutput()
 	if err != nil {
-		t.Fatalf("podman load: %v\n%s", err, loaded)
+		t.Fatalf("%s load: %v\n%s", engine, err, loaded)
 	}
 	// "Loaded image: NAME" (or "Loaded image(s): NAME"): the name is the
 	// last word.
 	words := strings.Fields(string(loaded))
 	if len(words) == 0 {
-		t.Fatal("podman load printed nothing")
+		t.Fatal(engine + " load printed nothing")
 	}
 	name := words[len(words)-1]
-	out, err := exec.Command("podman", "run", "--rm", "--network=none", name, "--version").CombinedOutput()
+	out, err := exec.Command(engine, "run", "--rm", "--network=none", name, "--version").CombinedOutput()
 	if err != nil {
-		t.Fatalf("podman run: %v\n%s", err, out)
+		t.Fatalf("%s run: %v\n%s", engine, err, out)
 	}
 	if !strings.HasPrefix(string(out), "dpstream version ") {
-		t.Errorf("podman run … --version printed %q", out)
+		t.Errorf("%s run … --version printed %q", engine, out)
 	}
 }

@@ -24,6 +24,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -86,6 +88,10 @@ func newObject(apiVersion, kind string) any {
 		return &corev1.Service{}
 	case "v1 ServiceAccount":
 		return &corev1.ServiceAccount{}
+	case "policy/v1 PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}
+	case "networking.k8s.io/v1 NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}
 	case "kustomize.config.k8s.io/v1beta1 Kustomization":
 		return &kustomization{}
 	}
@@ -290,7 +296,8 @@ func deployments(t *testing.T) (deps []object, configMaps map[string]map[string]
 // the manifests must agree with.
 type dpstreamConfig struct {
 	Kafka struct {
-		ScaleOut bool `json:"scale_out"`
+		ScaleOut bool     `json:"scale_out"`
+		Brokers  []string `json:"brokers"`
 	} `json:"kafka"`
 	Privacy struct {
 		KeyFile string `json:"key_file"`

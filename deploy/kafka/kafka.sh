@@ -7,6 +7,10 @@
 #   deploy/kafka/kafka.sh status   say whether it runs; exit 0 if it answers, 1 if not
 #   deploy/kafka/kafka.sh reset    stop and delete the broker's data (topics, offsets)
 #   deploy/kafka/kafka.sh fetch    only fetch the jars into deploy/kafka/lib (used by secure.sh)
+#   deploy/kafka/kafka.sh configs ARGS...
+#                                  Kafka's kafka-configs tool (kafka.admin.ConfigCommand) against this
+#                                  broker, e.g. `configs --describe --entity-type topics --entity-name T`
+#                                  (the jars ship no bin/ scripts)
 #
 # The jars come from Maven Central (pom.xml beside this script) and are cached
 # in deploy/kafka/lib; data lives in deploy/kafka/data, the pid file and the
@@ -16,7 +20,7 @@
 #
 # Environment (all optional):
 #   DPSTREAM_KAFKA_PORT             broker port (default 9092)
-#   DPSTREAM_KAFKA_CONTROLLER_PORT  KRaft controller port (default 9093)
+#   DPSTREAM_KAFKA_CONTROLLER_PORT  KRaft controller port (default: the broker port + 1, 9093)
 #   DPSTREAM_KAFKA_HEAP             JVM heap options (default "-Xms256m -Xmx1g")
 #   DPSTREAM_KAFKA_WAIT             seconds to wait for readiness (default 120)
 set -euo pipefail
@@ -30,7 +34,7 @@ run="$here/run"
 logfile="$here/kafka.log"
 pidfile="$run/kafka.pid"
 port="${DPSTREAM_KAFKA_PORT:-9092}"
-cport="${DPSTREAM_KAFKA_CONTROLLER_PORT:-9093}"
+cport="${DPSTREAM_KAFKA_CONTROLLER_PORT:-$((port + 1))}"
 heap="${DPSTREAM_KAFKA_HEAP:--Xms256m -Xmx1g}"
 wait_s="${DPSTREAM_KAFKA_WAIT:-120}"
 host=127.0.0.1
@@ -172,11 +176,23 @@ status() {
   return 1
 }
 
+# configs ARGS...: kafka-configs (kafka.admin.ConfigCommand, in the broker's
+# jar) with --bootstrap-server this broker.
+configs() {
+  need java "Java 17 is needed to run Kafka's tools"
+  fetch_jars
+  mkdir -p "$run"
+  write_log4j "$run" "$logfile"
+  java -cp "$lib/*" -Dlog4j.configuration="file:$run/tools-log4j.properties" \
+    kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" "$@"
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) status ;;
   reset) stop; rm -rf "$data"; say "data deleted" ;;
   fetch) fetch_jars ;;
-  *) echo "usage: $0 start|stop|status|reset|fetch" >&2; exit 2 ;;
+  configs) shift; configs "$@" ;;
+  *) echo "usage: $0 start|stop|status|reset|fetch|configs ARGS..." >&2; exit 2 ;;
 esac

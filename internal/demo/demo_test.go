@@ -95,6 +95,35 @@ func TestDemoEmbedded(t *testing.T) {
 	if errs.Len() > 0 {
 		t.Logf("stderr:\n%s", errs.String())
 	}
+	// On its own embedded broker the demo is the trusted producer of its
+	// CreateTime topic: no warning about it (the code before warned).
+	if strings.Contains(errs.String(), "CreateTime") {
+		t.Errorf("the demo warns about its own topic's CreateTime:\n%s", errs.String())
+	}
+	// Negative counts and whole-range quantile intervals are explained.
+	if !strings.Contains(text, negativeNote) {
+		t.Errorf("output lacks the note on negative counts")
+	}
+	if quantileNote(res) != "" && !strings.Contains(text, "  quantiles   ") {
+		t.Errorf("whole-range quantile intervals without the note")
+	}
+}
+
+// TestQuantileNote: the summary's quantiles line counts the intervals
+// that are the whole range, and is empty when none is.
+func TestQuantileNote(t *testing.T) {
+	q := func(lo, hi float64) schema.Release {
+		return schema.Release{Kind: schema.KindQuantiles, Series: []schema.Series{{Name: schema.SeriesQuantiles,
+			Lo: []float64{lo, 10}, Hi: []float64{hi, 20}}}}
+	}
+	res := &Result{Windows: []Window{{Releases: []schema.Release{q(synthLower, synthUpper), q(5, 6)}}}}
+	if got := quantileNote(res); !strings.HasPrefix(got, "1 of 4 intervals are the whole range [0, 300]") {
+		t.Errorf("quantileNote = %q", got)
+	}
+	res.Windows[0].Releases = res.Windows[0].Releases[1:]
+	if got := quantileNote(res); got != "" {
+		t.Errorf("quantileNote without whole-range intervals = %q", got)
+	}
 }
 
 // checkDemoResult checks what a demo run returned (see TestDemoEmbedded).

@@ -21,6 +21,11 @@ import (
 // truthNotice is printed with every demo output.
 const truthNotice = "TRUE values are shown only because this is a demo on synthetic data; dpstream never publishes them."
 
+// negativeNote says, with every demo output, why a published count can be
+// negative.
+const negativeNote = "A small count can come out negative: the noise is not clipped, which keeps every value unbiased and its interval valid " +
+	"(clip at 0 downstream if you must; post-processing costs no privacy)."
+
 // utc is the time of ms (unix ms) in UTC.
 func utc(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
@@ -58,7 +63,7 @@ func printHeader(w io.Writer, o Options, res *Result, note, keyNote string) {
 		}
 		fmt.Fprintf(w, "  %-11s %s\n", label, part)
 	}
-	fmt.Fprintf(w, "\n  %s\n  The mean is derived from the noised sum and count (no noise of its own).\n\n", truthNotice)
+	fmt.Fprintf(w, "\n  %s\n  The mean is derived from the noised sum and count (no noise of its own).\n  %s\n\n", truthNotice, negativeNote)
 }
 
 // noteAccounting returns the accountant a release's note names ("pld",
@@ -224,7 +229,44 @@ func printSummary(w io.Writer, o Options, res *Result) {
 	}
 	fmt.Fprintf(w, "  input       the operator read %g messages; skipped: %s; late: %g\n", res.EventsIn, strings.Join(reasons, " "), res.Late)
 	fmt.Fprintf(w, "  latency     publish after window close: at most %v\n", maxLat.Round(10*time.Microsecond))
+	if note := quantileNote(res); note != "" {
+		fmt.Fprintf(w, "  quantiles   %s\n", note)
+	}
 	if !res.Embedded {
 		fmt.Fprintf(w, "  topics      left on the cluster: %s, %s, %s.state\n", res.InputTopic, res.OutputTopic, res.OutputTopic)
 	}
+}
+
+// quantileNote explains, when some released quantile intervals are the
+// whole value range, why: a quantile's interval holds for every noised
+// prefix count of its tree at once (the accounting line's ± ranks), and
+// when that rank error exceeds what a group's readings can pin down the
+// interval is [lower, upper]; the point values are still the estimates.
+// It is "" when no interval is the whole range.
+func quantileNote(res *Result) string {
+	whole, all := 0, 0
+	for _, win := range res.Windows {
+		for _, r := range win.Releases {
+			if r.Kind != schema.KindQuantiles {
+				continue
+			}
+			for _, s := range r.Series {
+				if s.Name != schema.SeriesQuantiles {
+					continue
+				}
+				for j := range s.Lo {
+					all++
+					if s.Lo[j] <= synthLower && s.Hi[j] >= synthUpper {
+						whole++
+					}
+				}
+			}
+		}
+	}
+	if whole == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d of %d intervals are the whole range [%g, %g]: a quantile's interval holds for all its tree's noised counts at once "+
+		"(the ± ranks on the accounting line), more than a region's readings per window can pin down here; the values are still estimates. "+
+		"More readings per group and window, a larger ε or a shallower tree narrow them (dpstream plan)", whole, all, synthLower, synthUpper)
 }

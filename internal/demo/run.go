@@ -103,9 +103,16 @@ func (r *run) newOperator(key rng.Key) (*operator.Operator, error) {
 		return nil, err
 	}
 	r.stream = stream
-	return operator.New(r.cfg, operator.WithKey(key), operator.WithRegistry(r.reg), operator.WithLogger(logger),
+	opts := []operator.Option{operator.WithKey(key), operator.WithRegistry(r.reg), operator.WithLogger(logger),
 		operator.WithClock(demoClock(stream, r.cfg.Windows.IdleTimeout)),
-		operator.WithReleaseHook(r.published))
+		operator.WithReleaseHook(r.published)}
+	if r.res.Embedded {
+		// Its own broker, its own topic and its own producer, stamping the
+		// simulated arrival times: the CreateTime warning (right for a
+		// deployment) would only puzzle here.
+		opts = append(opts, operator.WithTrustedCreateTime())
+	}
+	return operator.New(r.cfg, opts...)
 }
 
 // published is the operator's release hook: it queues p for collect.

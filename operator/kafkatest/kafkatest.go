@@ -28,7 +28,7 @@ func Brokers(t testing.TB) []string {
 	t.Helper()
 	env := os.Getenv(EnvBrokers)
 	if env == "" {
-		t.Skip(EnvBrokers + " is not set: run deploy/kafka/kafka.sh start and export " + EnvBrokers + "=127.0.0.1:9092 (deploy/test.sh does both)")
+		t.Skip(EnvBrokers + " is not set: run deploy/kafka/kafka.sh start and export " + EnvBrokers + " as the address it prints (127.0.0.1:9092, or the port of DPSTREAM_KAFKA_PORT); deploy/test.sh does both")
 	}
 	brokers := strings.Split(env, ",")
 	conn, err := net.DialTimeout("tcp", brokers[0], dialTimeout)
