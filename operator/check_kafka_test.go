@@ -17,14 +17,7 @@ func TestKafkaCheckSecure(t *testing.T) {
 	sec := &secrets{}
 	for i, l := range goodListeners() {
 		t.Run(l.name, func(t *testing.T) {
-			c := testConfig([]string{l.broker(sb)}, uniqueName("dpstream-check-in"), uniqueName("dpstream-check-out"), uniqueName("dpstream-check"))
-			l.kafka(sb, &c.Kafka)
-			c.Kafka.CreateTopics = true
-			cl, err := newClients(c.Kafka)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.close()
+			c, cl := listenerConfig(t, sb, l, "dpstream-check")
 			createTopic(t, cl, c.Kafka.InputTopics[0], 1)
 			secureProduce(t, cl, c.Kafka.InputTopics[0], secureStream(uint64(200+i), 1, 10, sec).messages(0, c.Windows.AllowedLateness))
 			res := Check(context.Background(), c, CheckOptions{})

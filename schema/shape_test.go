@@ -29,11 +29,7 @@ func TestShapeFields(t *testing.T) {
 // map lacks every field; a successful Decode reports nothing.
 func TestShape(t *testing.T) {
 	// Bits in Fields order: ts 0, user_id 1, country 2, device 3, page 4, amount 5.
-	cases := []struct {
-		name          string
-		kvs           []kv
-		absent, wrong uint64
-	}{
+	cases := []shapeCase{
 		{"good", testEvent(), 0, 0},
 		{"misspelt group field", with(with(testEvent(), "device", del), "devise", "mobile"), 1 << 3, 0},
 		{"null unit", with(testEvent(), "user_id", nil), 1 << 1, 0},
@@ -48,15 +44,7 @@ func TestShape(t *testing.T) {
 		{"absent and wrong", with(with(testEvent(), "user_id", del), "amount", true), 1 << 1, 1 << 5},
 	}
 	d := mustDecoder(t, testConfig())
-	for _, c := range cases {
-		for enc, msg := range map[string][]byte{"json": encJS(t, c.kvs...), "msgpack": encMP(t, c.kvs...)} {
-			var e Event
-			_ = d.Decode(msg, &e)
-			if a, w := d.Shape(); a != c.absent || w != c.wrong {
-				t.Errorf("%s (%s): Shape() = %06b, %06b; want %06b, %06b", c.name, enc, a, w, c.absent, c.wrong)
-			}
-		}
-	}
+	checkShapes(t, d, cases, nil)
 	var e Event
 	for _, msg := range []string{`[1,2]`, `{"ts":`, `17`} {
 		_ = d.Decode([]byte(msg), &e)
@@ -101,16 +89,32 @@ func TestShapeNested(t *testing.T) {
 	cfg.GroupBy = []string{"country", "device.os"} // bit 3
 	d := mustDecoder(t, cfg)
 	nested := func(v any) []kv { return with(with(testEvent(), "device", del), "device", v) }
-	cases := []struct {
-		name          string
-		kvs           []kv
-		absent, wrong uint64
-	}{
+	cases := []shapeCase{
 		{"good", nested(map[string]any{"os": "ios"}), 0, 0},
 		{"parent missing", with(testEvent(), "device", del), 1 << 3, 0},
 		{"leaf missing", nested(map[string]any{"o_s": "ios"}), 1 << 3, 0},
 		{"leaf a map", nested(map[string]any{"os": map[string]any{"name": "ios"}}), 0, 1 << 3},
 	}
+	checkShapes(t, d, cases, func(c shapeCase, enc string, msg []byte) {
+		var keys []string
+		d.Keys(msg, func(k []byte) { keys = append(keys, string(k)) })
+		if slices.Contains(keys, "os") || slices.Contains(keys, "o_s") || !slices.Contains(keys, "ts") {
+			t.Errorf("%s (%s): Keys = %v, want the top-level keys only", c.name, enc, keys)
+		}
+	})
+}
+
+// shapeCase is a message and the masks Shape must return after decoding it.
+type shapeCase struct {
+	name          string
+	kvs           []kv
+	absent, wrong uint64
+}
+
+// checkShapes decodes each case in JSON and msgpack with d and checks
+// Shape; then (when not nil) calls more with the message.
+func checkShapes(t *testing.T, d *Decoder, cases []shapeCase, more func(c shapeCase, enc string, msg []byte)) {
+	t.Helper()
 	for _, c := range cases {
 		for enc, msg := range map[string][]byte{"json": encJS(t, c.kvs...), "msgpack": encMP(t, c.kvs...)} {
 			var e Event
@@ -118,10 +122,8 @@ func TestShapeNested(t *testing.T) {
 			if a, w := d.Shape(); a != c.absent || w != c.wrong {
 				t.Errorf("%s (%s): Shape() = %06b, %06b; want %06b, %06b", c.name, enc, a, w, c.absent, c.wrong)
 			}
-			var keys []string
-			d.Keys(msg, func(k []byte) { keys = append(keys, string(k)) })
-			if slices.Contains(keys, "os") || slices.Contains(keys, "o_s") || !slices.Contains(keys, "ts") {
-				t.Errorf("%s (%s): Keys = %v, want the top-level keys only", c.name, enc, keys)
+			if more != nil {
+				more(c, enc, msg)
 			}
 		}
 	}
