@@ -379,6 +379,13 @@ type ObservabilityConfig struct {
 	// input topic. Off, those metrics are not registered at all and the
 	// logs say that something happened without counting it.
 	SensitiveMetrics bool `mapstructure:"sensitive_metrics"`
+	// ShapeCheck (default true) runs the input-shape check (shape.go): a
+	// configured field that fewer than 1% of a block of 1000 decoded
+	// records carry is logged at ERROR, by name, with the key names most
+	// records carry, and makes /readyz answer 503. It is an exact signal,
+	// not differentially private (docs/operations.md, "Input shape");
+	// false turns it off.
+	ShapeCheck bool `mapstructure:"shape_check"`
 }
 
 // The aggregates a window can release.
@@ -462,9 +469,10 @@ func Default() Config {
 			KeyEnv:       "DPSTREAM_KEY",
 		},
 		Observability: ObservabilityConfig{
-			Listen:    "127.0.0.1:9464",
-			LogLevel:  "info",
-			LogFormat: "json",
+			Listen:     "127.0.0.1:9464",
+			LogLevel:   "info",
+			LogFormat:  "json",
+			ShapeCheck: true,
 		},
 		Output: OutputConfig{Format: FormatMsgpack},
 	}

@@ -196,10 +196,14 @@ func (c *core) assign(parts []tp) error {
 // appended after that, so its broker timestamp is at least caughtUp (up to
 // clock skew).
 type item struct {
-	m        kafka.Message
-	ev       schema.Event
-	reason   schema.Reason // ReasonNone: ev is valid
-	caughtUp time.Time     // non-zero: a caught-up marker, not a message
+	m      kafka.Message
+	ev     schema.Event
+	reason schema.Reason // ReasonNone: ev is valid
+	// absent and wrong are the configured fields the message lacked or
+	// carried with the wrong type (schema.Decoder.Shape; zero when ev is
+	// valid), for the input-shape check.
+	absent, wrong uint64
+	caughtUp      time.Time // non-zero: a caught-up marker, not a message
 }
 
 // handle decodes and processes one input message.

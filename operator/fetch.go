@@ -9,6 +9,7 @@ package operator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
@@ -48,13 +49,15 @@ func putItems(s []item) {
 	itemPool.Put(&s)
 }
 
-// decode fills it.ev and it.reason from it.m with dec.
+// decode fills it.ev and it.reason from it.m with dec, and on failure
+// it.absent and it.wrong (the input shape).
 func decode(dec *schema.Decoder, it *item) {
 	if err := dec.Decode(it.m.Value, &it.ev); err != nil {
 		it.reason = schema.ReasonOf(err)
 		if it.reason == schema.ReasonNone {
 			it.reason = schema.ReasonMalformed
 		}
+		it.absent, it.wrong = dec.Shape()
 	}
 }
 
@@ -121,14 +124,19 @@ func (f *fetcher) connect(ctx context.Context) (string, error) {
 	if err != nil {
 		return "fetch_metadata", err
 	}
-	var leader kafka.Broker
+	var part kafka.Partition
 	for _, p := range info[f.topic] {
 		if p.ID == f.pa.ID {
-			leader = p.Leader
+			part = p
 		}
 	}
-	addr := net.JoinHostPort(leader.Host, strconv.Itoa(leader.Port))
-	f.conn, err = f.cl.dialer.DialLeader(ctx, "tcp", addr, f.topic, f.pa.ID)
+	if part.Leader.Host == "" {
+		return "fetch_metadata", fmt.Errorf("%w: topic %s/%d: no leader", ErrKafka, f.topic, f.pa.ID)
+	}
+	// DialPartition, not DialLeader: DialLeader asks for metadata in a way
+	// that lets the broker create a missing topic (see topicMetadata).
+	addr := net.JoinHostPort(part.Leader.Host, strconv.Itoa(part.Leader.Port))
+	f.conn, err = f.cl.dialer.DialPartition(ctx, "tcp", addr, part)
 	if err != nil {
 		return "fetch_connect", err
 	}

@@ -446,6 +446,7 @@ func (o *Operator) consume(c *core, it *item, dlq *[]kafka.Message, makeRoom fun
 		return
 	}
 	o.m.eventIn(m.Topic)
+	o.shape.observe(o.log, m.Value, it.absent, it.wrong)
 	out, reason, status := c.handleItem(it)
 	if status == windows.TooManyWindows && makeRoom != nil && makeRoom() {
 		// Safe to repeat: the first Add changed only the partition's

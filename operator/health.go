@@ -26,6 +26,10 @@ type health struct {
 	// (it does not exit, so there is no crash loop), not ready, and this
 	// says why.
 	cause atomic.Value // string
+	// shape is what the input-shape check reports ("" when nothing,
+	// shape.go): while set, /readyz answers 503 with it, whatever ready
+	// says.
+	shape atomic.Value // string
 
 	mu     sync.Mutex
 	stages map[string]string // scale-out: what each stage of this instance serves
@@ -65,6 +69,9 @@ func (h *health) set(ready bool, reason string) {
 	}
 }
 
+// shapeProblem sets what the input-shape check reports ("": nothing).
+func (h *health) shapeProblem(reason string) { h.shape.Store(reason) }
+
 // brokerError records the outcome of broker operation op: err's text
 // (which never holds a secret: see BrokerError) as the cause /readyz
 // shows, or nothing when err is nil.
@@ -89,15 +96,23 @@ func (h *health) handler(g prometheus.Gatherer) http.Handler {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if h.ready.Load() {
+		ready := h.ready.Load()
+		shape, _ := h.shape.Load().(string)
+		if ready && shape == "" {
 			_, _ = w.Write([]byte("ready\n" + h.stageLines()))
 			return
 		}
 		w.WriteHeader(http.StatusServiceUnavailable)
-		reason, _ := h.reason.Load().(string)
-		msg := "not ready: " + reason + "\n"
-		if cause, _ := h.cause.Load().(string); cause != "" {
-			msg += "last broker error: " + cause + "\n"
+		var msg string
+		if !ready {
+			reason, _ := h.reason.Load().(string)
+			msg = "not ready: " + reason + "\n"
+			if cause, _ := h.cause.Load().(string); cause != "" {
+				msg += "last broker error: " + cause + "\n"
+			}
+		}
+		if shape != "" {
+			msg += "not ready: " + shape + "\n"
 		}
 		_, _ = w.Write([]byte(msg + h.stageLines()))
 	})

@@ -200,55 +200,89 @@ func (m passwordFileMechanism) Start(ctx context.Context) (sasl.StateMachine, []
 }
 
 // partitionInfo returns the partitions of each topic, from a metadata
-// request sent to a broker (kafka-go's Transport answers metadata from a
-// cache that does not see topics other clients created). A missing topic
-// is an error that names it (ErrTopicMissing).
+// request that never creates a topic (topicMetadata). A missing topic is
+// an error that names it (ErrTopicMissing).
 func (c *clients) partitionInfo(ctx context.Context, topics ...string) (map[string][]kafka.Partition, error) {
-	var errs []error
-	for _, b := range c.brokers {
-		conn, err := c.dialer.DialContext(ctx, "tcp", b)
-		if err != nil {
-			errs = append(errs, c.classify(b, err, false))
+	res, err := c.topicMetadata(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]kafka.Partition, len(topics))
+	var missing []string
+	for _, t := range res.Topics {
+		switch {
+		case errors.Is(t.Error, kafka.UnknownTopicOrPartition):
+			missing = append(missing, strconv.Quote(t.Name))
 			continue
+		case errors.Is(t.Error, kafka.TopicAuthorizationFailed):
+			return nil, fmt.Errorf("%w: topic %q: not authorized to describe it (the principal needs the Describe ACL on the topic)", ErrKafka, t.Name)
+		case t.Error != nil:
+			return nil, fmt.Errorf("%w: topic %q: %v", ErrKafka, t.Name, t.Error)
 		}
-		if dl, ok := ctx.Deadline(); ok {
-			_ = conn.SetDeadline(dl)
-		} else {
-			_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
-		}
-		ps, err := conn.ReadPartitions(topics...)
-		if errors.Is(err, kafka.UnknownTopicOrPartition) {
-			// One request for several topics fails as a whole: ask for
-			// each to name the missing ones.
-			err = missingTopics(conn, topics)
-		}
-		conn.Close()
-		if errors.Is(err, ErrTopicMissing) {
-			return nil, err
-		}
-		if err != nil {
-			errs = append(errs, c.classify(b, err, true))
-			continue
-		}
-		out := make(map[string][]kafka.Partition, len(topics))
-		for _, p := range ps {
+		for _, p := range t.Partitions {
 			if p.Error != nil {
 				return nil, fmt.Errorf("%w: topic %s/%d: %v", ErrKafka, p.Topic, p.ID, p.Error)
 			}
-			out[p.Topic] = append(out[p.Topic], p)
+			out[t.Name] = append(out[t.Name], p)
 		}
-		for _, t := range topics {
-			if len(out[t]) == 0 {
-				return nil, fmt.Errorf("%w: %q has no partitions", ErrTopicMissing, t)
-			}
-			slices.SortFunc(out[t], func(a, b kafka.Partition) int { return a.ID - b.ID })
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return nil, fmt.Errorf("%w: %s (dpstream never creates input topics; it creates the state and partials topics, "+
+			"and the output and dead-letter topics with kafka.create_topics)", ErrTopicMissing, strings.Join(missing, ", "))
+	}
+	for _, t := range topics {
+		if len(out[t]) == 0 {
+			return nil, fmt.Errorf("%w: %q has no partitions", ErrTopicMissing, t)
 		}
-		return out, nil
+		slices.SortFunc(out[t], func(a, b kafka.Partition) int { return a.ID - b.ID })
+	}
+	return out, nil
+}
+
+// topicMetadata asks the brokers for the metadata of topics without ever
+// creating one. kafka-go's Conn.ReadPartitions (and so Dialer.DialLeader,
+// LookupPartition and the consumer group's leader) sends metadata requests
+// that let a broker with auto.create.topics.enable=true create a missing
+// topic: a misspelt input topic would then exist, empty, and be consumed.
+// A Transport sends metadata requests (version ≥ 4) with
+// AllowAutoTopicCreation false, but answers later ones from a cache that
+// does not see topics other clients created since; so each call uses a
+// fresh Transport whose first metadata request asks for exactly these
+// topics. Errors talking to the brokers are classified by check.
+func (c *clients) topicMetadata(ctx context.Context, topics []string) (*kafka.MetadataResponse, error) {
+	if len(topics) == 0 { // a nil list would ask for every topic
+		return &kafka.MetadataResponse{}, nil
+	}
+	t := &kafka.Transport{
+		ClientID:       c.dialer.ClientID,
+		DialTimeout:    c.dialer.Timeout,
+		TLS:            c.dialer.TLS,
+		SASL:           c.dialer.SASLMechanism,
+		MetadataTopics: slices.Clone(topics),
+	}
+	defer t.CloseIdleConnections()
+	if _, ok := ctx.Deadline(); !ok {
+		// As check: a metadata answer takes milliseconds; 30 s
+		// tolerates a loaded broker.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
+	cl := &kafka.Client{Addr: kafka.TCP(c.brokers...), Transport: t}
+	res, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err == nil {
+		return res, nil
+	}
+	if ctx.Err() == nil {
+		if cerr := c.check(ctx); cerr != nil && ctx.Err() == nil {
+			return nil, cerr
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	return nil, joinErrors("metadata", errs)
+	return nil, fmt.Errorf("%w: metadata: %v", ErrKafka, err)
 }
 
 // joinErrors joins the errors of several brokers: as they are when each
@@ -262,27 +296,6 @@ func joinErrors(op string, errs []error) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// missingTopics returns an ErrTopicMissing error naming the topics of
-// topics that the broker on conn does not know, or the error of the
-// request.
-func missingTopics(conn *kafka.Conn, topics []string) error {
-	var missing []string
-	for _, t := range topics {
-		_, err := conn.ReadPartitions(t)
-		switch {
-		case errors.Is(err, kafka.UnknownTopicOrPartition):
-			missing = append(missing, strconv.Quote(t))
-		case err != nil:
-			return err
-		}
-	}
-	if len(missing) == 0 {
-		return kafka.UnknownTopicOrPartition
-	}
-	return fmt.Errorf("%w: %s (create it, or set kafka.create_topics for the output and dead-letter topics)",
-		ErrTopicMissing, strings.Join(missing, ", "))
 }
 
 // partitions returns the partition ids of each topic, sorted.
@@ -333,7 +346,7 @@ func (c *clients) endOffsets(ctx context.Context, topic string) (first, end map[
 	first, end = map[int]int64{}, map[int]int64{}
 	for _, p := range info[topic] {
 		addr := net.JoinHostPort(p.Leader.Host, strconv.Itoa(p.Leader.Port))
-		conn, err := c.dialer.DialLeader(ctx, "tcp", addr, topic, p.ID)
+		conn, err := c.dialer.DialPartition(ctx, "tcp", addr, p) // not DialLeader: see topicMetadata
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: offsets of %s/%d: %v", ErrKafka, topic, p.ID, err)
 		}

@@ -458,7 +458,8 @@ func (o *Operator) warnReleases(w *windows.Window, out []outMsg, dup int) {
 		if o.m.warn.empty >= emptyWindowsWarn {
 			units95 := p.unitsForRelease(0.95)
 			o.warnOnce("no_releases", "windows keep releasing no group: private group selection releases a group only if its units + noise reach the threshold, "+
-				"or no events arrived; list the groups in privacy.public_groups, or raise the units per group and window (a longer windows.size, a larger privacy.epsilon); see `dpstream plan --units-per-group N`",
+				"or no events arrived; list the groups in privacy.public_groups, or raise the units per group and window (a longer windows.size, a larger privacy.epsilon); see `dpstream plan --units-per-group N`; "+
+				"if an input-shape ERROR names a field (and /readyz), the events are skipped: fix the schema first",
 				"windows_without_release", o.m.warn.empty, "threshold", p.sel.threshold, "units_for_95pct", units95,
 				"setting", "privacy.public_groups")
 		}
@@ -475,7 +476,8 @@ func (o *Operator) warnReleases(w *windows.Window, out []outMsg, dup int) {
 				if sr.Lo[j] <= lo && sr.Hi[j] >= hi {
 					o.warnOnce("whole_range:"+r.Aggregate+"."+sr.Name,
 						"a released confidence interval covers the whole possible range: the value says nothing; "+
-							"more values per group and window (a longer windows.size), a larger privacy.epsilon, fewer windows.aggregates or a smaller bounds.max_values narrow it; see `dpstream plan`",
+							"more values per group and window (a longer windows.size), a larger privacy.epsilon, fewer windows.aggregates or a smaller bounds.max_values narrow it; see `dpstream plan`; "+
+							"if an input-shape ERROR names a field (and /readyz), the events are skipped: fix the schema first",
 						"aggregate", r.Aggregate, "series", sr.Name, "range", fmt.Sprintf("[%g, %g]", lo, hi),
 						"setting", "windows.size")
 					break

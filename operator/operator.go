@@ -40,7 +40,8 @@ type Operator struct {
 	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
 	trustedCreateTime bool
 	health            health
-	token             []byte // scale-out: this instance's token in both consumer groups (balance.go)
+	shape             *shapeCheck // the input-shape check (shape.go)
+	token             []byte      // scale-out: this instance's token in both consumer groups (balance.go)
 	// identity is this deployment's, recorded in every state record and
 	// checked against the recorded one at start (deployment.go); set by
 	// Run before anything reads the state.
@@ -152,6 +153,11 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 		o.instance, _ = os.Hostname()
 	}
 	o.planMetrics(o.plan)
+	if cfg.Observability.ShapeCheck {
+		if o.shape, err = newShapeCheck(cfg.Schema, &o.health); err != nil {
+			return nil, err
+		}
+	}
 	o.health.set(false, "starting")
 	return o, nil
 }
@@ -439,7 +445,13 @@ func (o *Operator) retry(ctx context.Context, op string, fn func(context.Context
 		}
 		o.health.brokerError(op, err) // /readyz shows the cause
 		o.m.brokerErrors.WithLabelValues(op).Inc()
-		o.log.Warn("broker operation failed; retrying", "op", op, "err", err, "backoff", backoff)
+		if errors.Is(err, ErrTopicMissing) {
+			// A configuration error (a misspelt topic, or one not
+			// created yet) that retrying alone does not fix.
+			o.log.Error("a configured topic does not exist; not consuming, retrying", "op", op, "err", err, "backoff", backoff)
+		} else {
+			o.log.Warn("broker operation failed; retrying", "op", op, "err", err, "backoff", backoff)
+		}
 		if !sleep(ctx, backoff) {
 			return ctx.Err()
 		}

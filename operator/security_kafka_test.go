@@ -243,6 +243,22 @@ func goodListeners() []listener {
 	}
 }
 
+// listenerConfig returns the test config of listener l (fresh topics and
+// group named after prefix, kafka.create_topics on) and clients for it,
+// closed when the test ends.
+func listenerConfig(t *testing.T, sb secureBroker, l listener, prefix string) (Config, *clients) {
+	t.Helper()
+	c := testConfig([]string{l.broker(sb)}, uniqueName(prefix+"-in"), uniqueName(prefix+"-out"), uniqueName(prefix))
+	l.kafka(sb, &c.Kafka)
+	c.Kafka.CreateTopics = true
+	cl, err := newClients(c.Kafka)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.close)
+	return c, cl
+}
+
 // secureOperator builds an operator logging to sink at debug level, with
 // /readyz on a free port, and a hook sending the start of every
 // published window.
@@ -292,14 +308,7 @@ func TestKafkaSecurity(t *testing.T) {
 	for i, l := range goodListeners() {
 		t.Run(l.name, func(t *testing.T) {
 			broker := l.broker(sb)
-			c := testConfig([]string{broker}, uniqueName("dpstream-sec-in"), uniqueName("dpstream-sec-out"), uniqueName("dpstream-sec"))
-			l.kafka(sb, &c.Kafka)
-			c.Kafka.CreateTopics = true
-			cl, err := newClients(c.Kafka)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.close()
+			c, cl := listenerConfig(t, sb, l, "dpstream-sec")
 			in, out := c.Kafka.InputTopics[0], c.Kafka.OutputTopic
 			createTopic(t, cl, in, 1)
 			const nWindows = 2

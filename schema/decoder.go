@@ -86,6 +86,9 @@ type Decoder struct {
 	gbuf    []byte   // the group being built
 	nbuf    [24]byte // integers written in decimal
 	groups  map[string]string
+
+	scanned bool             // the last Decode read the message as a map (Shape)
+	keyHook func(key []byte) // called with every string key while set (Keys)
 }
 
 // NewDecoder validates cfg and returns a Decoder for it.
@@ -207,6 +210,7 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 			r = d.scanJSON(msg)
 		}
 	}
+	d.scanned = r == ReasonNone
 	if r != ReasonNone {
 		return &Error{Reason: r}
 	}
@@ -257,6 +261,9 @@ func (d *Decoder) mpMap(msg []byte, p, n, ni int) (int, Reason) {
 		if isStr {
 			if len(key) > d.cfg.MaxKeyLen {
 				return p, ReasonOversized
+			}
+			if ni == 0 && d.keyHook != nil {
+				d.keyHook(key) // a top-level key (Keys)
 			}
 			ref = find(keys, key)
 		}

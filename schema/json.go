@@ -76,6 +76,9 @@ func (d *Decoder) jsonObject(msg []byte, p, ni int) (int, Reason) {
 		if len(key) > d.cfg.MaxKeyLen {
 			return p, ReasonOversized
 		}
+		if ni == 0 && d.keyHook != nil {
+			d.keyHook(key) // a top-level key (Keys)
+		}
 		ref := find(keys, key)
 		d.scratch = d.scratch[:mark] // the key is no longer needed
 		switch {

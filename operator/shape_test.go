@@ -1,0 +1,217 @@
+package operator
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// shapeTest is a shapeCheck of testConfig's schema (ts, user, region, cat,
+// v) with its own decoder, health and log.
+type shapeTest struct {
+	t   *testing.T
+	s   *shapeCheck
+	h   *health
+	dec *schema.Decoder
+	buf *kafkatest.Buffer
+	log *slog.Logger
+}
+
+func newShapeTest(t *testing.T) *shapeTest {
+	t.Helper()
+	cfg := testConfig(nil, "in", "out", "g").Schema
+	h := &health{}
+	h.set(true, "")
+	s, err := newShapeCheck(cfg, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, err := schema.NewDecoder(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := &kafkatest.Buffer{}
+	return &shapeTest{t: t, s: s, h: h, dec: dec, buf: buf, log: slog.New(slog.NewTextHandler(buf, nil))}
+}
+
+// feed decodes msg as the fetcher does and shows it to the check.
+func (st *shapeTest) feed(msg string) {
+	it := item{}
+	it.m.Value = []byte(msg)
+	decode(st.dec, &it)
+	st.s.observe(st.log, it.m.Value, it.absent, it.wrong)
+}
+
+// readyz returns /readyz's status and body.
+func (st *shapeTest) readyz() (int, string) {
+	rec := httptest.NewRecorder()
+	st.h.handler(prometheus.NewRegistry()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	return rec.Code, rec.Body.String()
+}
+
+// event is a record of testConfig's schema with the group field named
+// regionKey, and extra keys.
+func event(i int, regionKey string, extra ...string) string {
+	s := fmt.Sprintf(`{"ts":%d,"user":"user-%d","%s":"north","cat":"a","v":1.5`, testBase+int64(i), i%50, regionKey)
+	for _, e := range extra {
+		s += `,"` + e + `":1`
+	}
+	return s + "}"
+}
+
+// TestShapeMisspeltField: a group-by field absent from every record is
+// reported at the end of the first block of shapeBlock records (not one
+// record before), with an ERROR naming it and the names most records
+// carry (not a name a tenth of them carry, and no value); /readyz answers
+// 503 with the reason; a block in which 49 records carry the field does
+// not clear it, one in which 50 (5%) do clears it (INFO, /readyz 200).
+func TestShapeMisspeltField(t *testing.T) {
+	st := newShapeTest(t)
+	for i := range shapeBlock - 1 {
+		var extra []string
+		if i%10 == 0 {
+			extra = []string{"rare_key"} // 10% of the records: never listed
+		}
+		st.feed(event(i, "regoin", extra...))
+	}
+	if code, body := st.readyz(); code != http.StatusOK || strings.Contains(st.buf.String(), "ERROR") {
+		t.Fatalf("after %d records: /readyz %d %q, log %q; want nothing reported yet", shapeBlock-1, code, body, st.buf.String())
+	}
+	st.feed(event(shapeBlock, "regoin"))
+	log := st.buf.String()
+	for _, w := range []string{"level=ERROR", `field=region`, "config=group_by",
+		fmt.Sprintf("absent from more than 99%% of the last %d decoded records", shapeBlock),
+		`fields_seen="\"cat\", \"regoin\", \"ts\", \"user\", \"v\""`} {
+		if !strings.Contains(log, w) {
+			t.Errorf("log lacks %q:\n%s", w, log)
+		}
+	}
+	for _, w := range []string{"rare_key", "north", "user-"} {
+		if strings.Contains(log, w) {
+			t.Errorf("log holds %q:\n%s", w, log)
+		}
+	}
+	code, body := st.readyz()
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `input shape: field "region" (group_by) absent from more than 99%`) ||
+		!strings.Contains(body, `fields seen: "cat", "regoin"`) {
+		t.Errorf("/readyz = %d %q; want 503 naming the field and the fields seen", code, body)
+	}
+	feedBlock(st, 49)
+	if code, _ := st.readyz(); code != http.StatusServiceUnavailable {
+		t.Errorf("a block with 49 records carrying the field cleared it")
+	}
+	feedBlock(st, 50)
+	if code, body := st.readyz(); code != http.StatusOK {
+		t.Errorf("after a block with 50 records carrying the field: /readyz = %d %q, want 200", code, body)
+	}
+	if !strings.Contains(st.buf.String(), "field is in the input again") {
+		t.Errorf("no INFO line when the field came back:\n%s", st.buf.String())
+	}
+}
+
+// feedBlock feeds one block of shapeBlock records of which carriers
+// (spread evenly) carry the configured field region, the others regoin.
+func feedBlock(st *shapeTest, carriers int) {
+	for i := range shapeBlock {
+		key := "regoin"
+		if carriers > 0 && i%(shapeBlock/carriers) == 0 && i/(shapeBlock/carriers) < carriers {
+			key = "region"
+		}
+		st.feed(event(i, key))
+	}
+}
+
+// TestShapeSometimesAbsent: a field that 10 records of every block carry
+// (1%, the least that is not reported), wherever they are in the block,
+// or that half the records lack, is never reported; 9 in a block are.
+func TestShapeSometimesAbsent(t *testing.T) {
+	st := newShapeTest(t)
+	for b := range 5 {
+		for i := range shapeBlock {
+			key := "regoin"
+			if (i+b*37)%(shapeBlock/10) == 0 {
+				key = "region"
+			}
+			st.feed(event(i, key))
+		}
+	}
+	for i := range 3 * shapeBlock {
+		key := "regoin"
+		if i%2 == 0 {
+			key = "region"
+		}
+		st.feed(event(i, key))
+	}
+	if code, body := st.readyz(); code != http.StatusOK || strings.Contains(st.buf.String(), "ERROR") {
+		t.Errorf("/readyz %d %q, log %q; want nothing reported", code, body, st.buf.String())
+	}
+	for i := range shapeBlock {
+		key := "regoin"
+		if i%(shapeBlock/9) == 0 && i/(shapeBlock/9) < 9 {
+			key = "region"
+		}
+		st.feed(event(i, key))
+	}
+	if code, _ := st.readyz(); code != http.StatusServiceUnavailable || !strings.Contains(st.buf.String(), "field=region") {
+		t.Errorf("a block with 9 records carrying the field: /readyz %d, log %q; want it reported", code, st.buf.String())
+	}
+}
+
+// TestShapeWrongTypeAndNames: a value field that is a string in every
+// record is reported as of the wrong type; records that are not maps lack
+// every field and list no names; at most shapeMaxNames names are listed,
+// each cut to shapeMaxNameLen bytes.
+func TestShapeWrongTypeAndNames(t *testing.T) {
+	st := newShapeTest(t)
+	long := strings.Repeat("k", 100)
+	var extra []string
+	for i := range 30 {
+		extra = append(extra, fmt.Sprintf("x%02d", i))
+	}
+	extra = append(extra, long)
+	for i := range shapeBlock {
+		st.feed(strings.Replace(event(i, "region", extra...), `"v":1.5`, `"v":"1.5"`, 1))
+	}
+	log := st.buf.String()
+	if !strings.Contains(log, "field=v") || !strings.Contains(log, "of the wrong type in more than 99% of the last") {
+		t.Errorf("log does not report v as of the wrong type:\n%s", log)
+	}
+	if strings.Contains(log, long) || !strings.Contains(log, strings.Repeat("k", shapeMaxNameLen)+"…") || !strings.Contains(log, `\"x13\", …`) {
+		t.Errorf("names not capped at %d, each at %d bytes:\n%s", shapeMaxNames, shapeMaxNameLen, log)
+	}
+
+	st = newShapeTest(t)
+	for range shapeBlock {
+		st.feed(`[1, 2, 3]`)
+	}
+	if log := st.buf.String(); strings.Count(log, "level=ERROR") != 5 || !strings.Contains(log, "fields_seen=(none)") {
+		t.Errorf("records that are not maps: want 5 fields reported, no names:\n%s", log)
+	}
+}
+
+// TestShapeCheckSwitch: observability.shape_check (default on) turns the
+// check off: an operator without it reports nothing.
+func TestShapeCheckSwitch(t *testing.T) {
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	for _, on := range []bool{true, false} {
+		c.Observability.ShapeCheck = on
+		op, err := New(c, WithKey(testKey()), WithRegistry(prometheus.NewRegistry()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (op.shape != nil) != on {
+			t.Errorf("shape_check %v: check present = %v", on, op.shape != nil)
+		}
+	}
+	if !Default().Observability.ShapeCheck {
+		t.Error("shape_check is off by default")
+	}
+}
