@@ -433,7 +433,18 @@ func TestDpstreamContainer(t *testing.T) {
 			}
 		}
 		probe("liveness", dp.LivenessProbe, "/healthz")
-		probe("readiness", dp.ReadinessProbe, "/readyz")
+		if len(spec.Containers) > 1 {
+			// A sidecar: the pod's readiness is the application's. A
+			// readiness probe on dpstream would take the application out of
+			// its Service (and stall its rolling updates) whenever Kafka is
+			// unreachable or the input's shape is wrong; dpstream's own
+			// readiness is the dpstream_ready metric and /readyz for alerts.
+			if dp.ReadinessProbe != nil {
+				t.Errorf("%s: a sidecar's readiness probe makes the application's pod unready when dpstream is", where)
+			}
+		} else {
+			probe("readiness", dp.ReadinessProbe, "/readyz")
+		}
 		ann := d.Spec.Template.Annotations
 		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(metricsPort) || ann["prometheus.io/path"] != "/metrics" {
 			t.Errorf("%s: pod annotations %v lack prometheus.io/scrape=true, port=%d, path=/metrics", where, ann, metricsPort)
