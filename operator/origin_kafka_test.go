@@ -131,6 +131,11 @@ func originSetup(t *testing.T, n int) (*clients, Config, string, func(time.Time)
 	createTopic(t, cl, state, n)
 	c := testConfig(brokers, uniqueName("dpstream-origin-in"), uniqueName("dpstream-origin-out"), uniqueName("dpstream-origin"))
 	c.Kafka.ScaleOut, c.Kafka.StateTopic, c.Windows.Start = true, state, ""
+	// A state record carries the output topic's end offsets, and reading
+	// them no longer lets the broker auto-create the topic (a missing
+	// topic is retried as ErrTopicMissing): create it, as the operator's
+	// setup does.
+	createTopic(t, cl, c.Kafka.OutputTopic, 1)
 	newOp := func(now time.Time) *Operator {
 		op, err := New(c, WithKey(testKey()), WithLogger(slog.New(slog.DiscardHandler)),
 			WithRegistry(prometheus.NewRegistry()), WithClock(func() time.Time { return now }))
