@@ -86,6 +86,7 @@ type Decoder struct {
 	gbuf    []byte   // the group being built
 	nbuf    [24]byte // integers written in decimal
 	groups  map[string]string
+	avro    *avroPlan // the plain Avro writer schema bound to the paths
 }
 
 // NewDecoder validates cfg and returns a Decoder for it.
@@ -93,7 +94,19 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	d := newDecoder(cfg.withDefaults())
+	if d.cfg.Format == FormatAvro {
+		var err error
+		if d.avro, err = d.plainAvro(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	return d, nil
+}
+
+// newDecoder returns a Decoder for cfg, which is valid and has its
+// defaults.
+func newDecoder(cfg Config) *Decoder {
 	cfg.GroupBy = append([]string(nil), cfg.GroupBy...)
 	d := &Decoder{
 		cfg: cfg, timeIdx: -1, unitIdx: -1, histIdx: -1, valueIdx: -1, other: -1,
@@ -147,7 +160,7 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	}
 	d.vals = make([]scalar, len(d.fields))
 	d.seen = make([]bool, len(d.nodes))
-	return d, nil
+	return d
 }
 
 // Config returns a copy of the decoder's configuration, with defaults
@@ -200,6 +213,8 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 		r = d.scanMsgpack(msg)
 	case FormatJSON:
 		r = d.scanJSON(msg)
+	case FormatAvro:
+		r = d.scanAvro(d.avro, msg, 0)
 	default:
 		if len(msg) > 0 && msg[0] >= 0x80 {
 			r = d.scanMsgpack(msg)

@@ -20,6 +20,9 @@ var (
 	ErrVersion = errors.New("schema: unsupported release schema version")
 	// ErrInvalidGroup: a group string that MakeGroup did not produce.
 	ErrInvalidGroup = errors.New("schema: invalid group encoding")
+	// ErrSchemaMismatch: an Avro writer schema that is not a record or
+	// lacks a configured field.
+	ErrSchemaMismatch = errors.New("schema: writer schema does not match the configuration")
 )
 
 // Reason says why an input message was rejected. Each reason is a stable,
