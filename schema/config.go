@@ -21,7 +21,8 @@ const (
 	// FormatJSON: every message is one JSON object (RFC 8259).
 	FormatJSON Format = "json"
 	// FormatAvro: every message is one Avro record in the binary encoding,
-	// written with the schema Config.AvroSchema.
+	// written with the schema Config.AvroSchema, or framed (magic byte and
+	// schema id) with a schema of Config.Registry.
 	FormatAvro Format = "avro"
 )
 
@@ -99,6 +100,10 @@ type Config struct {
 	// from JSON when empty, so that release digests (operator) of other
 	// formats are as before.
 	AvroSchema string `mapstructure:"avro_schema" json:"AvroSchema,omitempty"`
+	// Registry, with a URL, makes format avro read the Confluent wire
+	// format (magic byte, schema id, record), the writer schemas fetched
+	// from the registry by id. Not in JSON: it does not shape a release.
+	Registry RegistryConfig `mapstructure:"registry" json:"-"`
 
 	// TimeField names the event-time field (required).
 	TimeField string `mapstructure:"time_field"`
@@ -250,7 +255,8 @@ func (c Config) Validate() error {
 	c.validateHistogram(p, d)
 	c.validateValue(p, d)
 	c.validatePaths(p)
-	if len(p.errs) == 0 && d.Format == FormatAvro {
+	c.validateRegistry(p, d)
+	if len(p.errs) == 0 && d.Format == FormatAvro && !d.framed() {
 		if _, err := newDecoder(d).plainAvro(); err != nil {
 			p.bad("%v", err)
 		}

@@ -87,15 +87,21 @@ type Decoder struct {
 	nbuf    [24]byte // integers written in decimal
 	groups  map[string]string
 	avro    *avroPlan // the plain Avro writer schema bound to the paths
+	// schemas and byID serve framed Avro: the shared cache and this
+	// decoder's view of it (ids whose entry is final).
+	schemas *Schemas
+	byID    map[uint32]schemaEntry
 }
 
-// NewDecoder validates cfg and returns a Decoder for it.
+// NewDecoder validates cfg and returns a Decoder for it. With framed Avro
+// (a registry) it has no schemas and rejects every message as
+// unknown_schema: decode those with NewFramedDecoder.
 func NewDecoder(cfg Config) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	d := newDecoder(cfg.withDefaults())
-	if d.cfg.Format == FormatAvro {
+	if d.cfg.Format == FormatAvro && !d.cfg.framed() {
 		var err error
 		if d.avro, err = d.plainAvro(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -214,7 +220,11 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 	case FormatJSON:
 		r = d.scanJSON(msg)
 	case FormatAvro:
-		r = d.scanAvro(d.avro, msg, 0)
+		if d.cfg.framed() {
+			r = d.scanFramed(msg)
+		} else {
+			r = d.scanAvro(d.avro, msg, 0)
+		}
 	default:
 		if len(msg) > 0 && msg[0] >= 0x80 {
 			r = d.scanMsgpack(msg)
