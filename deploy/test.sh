@@ -17,6 +17,10 @@
 #                                starting one
 #   DPSTREAM_TEST_SECURE_BROKER  use this TLS/SASL broker (the broker.json
 #                                secure.sh printed) instead of starting one
+#   DPSTREAM_REGISTRY_PORT       the schema registry's port (default 8081)
+#   DPSTREAM_TEST_REGISTRY       use this schema registry (the URL
+#                                deploy/registry/registry.sh printed)
+#                                instead of starting one
 #   DPSTREAM_KEEP_BROKER=1       leave the brokers this script started running
 #                                (quicker re-runs), with their data
 #   DPSTREAM_TEST_RACE=0         skip the race step (quicker local runs; CI runs it)
@@ -60,8 +64,9 @@ gotest_logged() {
   go test "$@" 2>&1 | tee -a "$gotest_log"
 }
 
-# stop_brokers: on exit, the brokers this script started are stopped and
-# their data deleted (kafka.sh reset; secure.sh stop deletes its own), so
+# stop_brokers: on exit, the brokers (and the schema registry) this script
+# started are stopped and their data deleted (kafka.sh reset; secure.sh
+# stop deletes its own; the registry keeps its schemas in memory), so
 # that the test topics of a run do not pile up in deploy/kafka/data; one
 # that was already running is left as it is, and so are both with
 # DPSTREAM_KEEP_BROKER=1. The jars stay cached in deploy/kafka/lib.
@@ -69,6 +74,7 @@ stop_brokers() {
   rm -f "$gotest_log"
   if [ "${DPSTREAM_KEEP_BROKER:-0}" = 1 ]; then return; fi
   if [ "${started_secure:-0}" = 1 ]; then deploy/kafka/secure.sh stop || true; fi
+  if [ "${started_registry:-0}" = 1 ]; then deploy/registry/registry.sh stop || true; fi
   if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh reset || true; fi
 }
 trap stop_brokers EXIT
@@ -113,6 +119,17 @@ if [ -n "${DPSTREAM_TEST_SECURE_BROKER:-}" ]; then
 elif [ -x deploy/kafka/secure.sh ]; then
   step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" \
     start_with deploy/kafka/secure.sh DPSTREAM_TEST_SECURE_BROKER started_secure
+fi
+
+# The schema registry (deploy/registry/registry.sh: Apicurio Registry
+# 2.6.13.Final, in memory, 127.0.0.1 at DPSTREAM_REGISTRY_PORT, default
+# 8081) for the framed Avro test (operator TestKafkaRegistryAvro): ~140 MB
+# from Maven Central once, then ready in ~10-20 s on the loaded machine.
+if [ -n "${DPSTREAM_TEST_REGISTRY:-}" ]; then
+  echo "=== test.sh: using the schema registry of DPSTREAM_TEST_REGISTRY=$DPSTREAM_TEST_REGISTRY"
+elif [ -x deploy/registry/registry.sh ]; then
+  step "start the schema registry (deploy/registry/registry.sh, port ${DPSTREAM_REGISTRY_PORT:-8081})" \
+    start_with deploy/registry/registry.sh DPSTREAM_TEST_REGISTRY started_registry
 fi
 
 # The Python consumer example (examples/python) is tested against the broker
