@@ -238,32 +238,52 @@ func (d *Decoder) avSkipBlocks(t *avroType, msg []byte, p, depth int) (int, Reas
 		case n == 0:
 			return p, ReasonNone
 		case n < 0:
+			// The block's size in bytes follows. The items are skipped
+			// one by one all the same and must fill exactly that size:
+			// readers that trust the size and readers that read the items
+			// must never see different values.
 			var size int
 			if size, p, ok = avLen(msg, p); !ok {
 				return p, ReasonMalformed
 			}
-			p += size
-			continue
-		case t.kind == avArray && t.elem.size >= 0:
-			if t.elem.size > 0 && n > int64((len(msg)-p)/t.elem.size) {
+			end := p + size
+			if p, r = d.avSkipItems(t, msg[:end], p, -n, depth); r != ReasonNone {
+				return p, r
+			}
+			if p != end {
 				return p, ReasonMalformed
 			}
-			p += int(n) * t.elem.size
 			continue
-		case n > int64(len(msg)-p):
+		}
+		if p, r = d.avSkipItems(t, msg, p, n, depth); r != ReasonNone {
+			return p, r
+		}
+	}
+}
+
+// avSkipItems skips n > 0 items of an array or map block.
+func (d *Decoder) avSkipItems(t *avroType, msg []byte, p int, n int64, depth int) (int, Reason) {
+	var r Reason
+	switch {
+	case t.kind == avArray && t.elem.size >= 0:
+		if t.elem.size > 0 && n > int64((len(msg)-p)/t.elem.size) {
 			return p, ReasonMalformed
 		}
-		for ; n > 0; n-- {
-			if t.kind == avMap {
-				if p, r = d.avSkip(&avroStringType, msg, p, depth+1); r != ReasonNone {
-					return p, r
-				}
-			}
-			if p, r = d.avSkip(t.elem, msg, p, depth+1); r != ReasonNone {
+		return p + int(n)*t.elem.size, ReasonNone
+	case n > int64(len(msg)-p):
+		return p, ReasonMalformed
+	}
+	for ; n > 0; n-- {
+		if t.kind == avMap {
+			if p, r = d.avSkip(&avroStringType, msg, p, depth+1); r != ReasonNone {
 				return p, r
 			}
 		}
+		if p, r = d.avSkip(t.elem, msg, p, depth+1); r != ReasonNone {
+			return p, r
+		}
 	}
+	return p, ReasonNone
 }
 
 // avroStringType is the type of a map key.
