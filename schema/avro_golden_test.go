@@ -91,19 +91,7 @@ func TestAvroGolden(t *testing.T) {
 		var e Event
 		fmt.Fprintf(&out, "\n## %s\n%s\n=> %s\n", ac.name, hex.EncodeToString(msg), renderDecoded(&e, d.Decode(msg, &e)))
 	}
-	path := filepath.Join("testdata", "avro_events.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	golden, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if string(golden) != out.String() {
-		t.Errorf("%s differs (run with -update if the change is intended)", path)
-	}
+	golden := compareGolden(t, filepath.Join("testdata", "avro_events.txt"), out.String())
 	reg := newFakeRegistry(map[uint32]string{1: avroTestSchema})
 	s, err := NewSchemas(framedConfig(), reg.fetch, reg.report)
 	if err != nil {
@@ -131,6 +119,25 @@ func TestAvroGolden(t *testing.T) {
 			t.Errorf("%s framed: %s, golden %s", lines[0], got, lines[2])
 		}
 	}
+}
+
+// compareGolden writes got to the golden file path with -update, then
+// fails t unless the file holds got; it returns the file's content.
+func compareGolden(t *testing.T, path, got string) string {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	golden, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create)", err)
+	}
+	if string(golden) != got {
+		t.Errorf("%s differs (run with -update if the change is intended)", path)
+	}
+	return string(golden)
 }
 
 // avroFuzzSeeds adds the golden cases' bytes.
