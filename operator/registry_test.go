@@ -71,3 +71,30 @@ func TestRegistryClient(t *testing.T) {
 		t.Errorf("wrong password: %v, want status 401 without the password", err)
 	}
 }
+
+// TestLoadAvroSchemaFile: a file path in schema.avro_schema is read by the
+// loader (the schema package reads no files), and an unreadable one is a
+// config problem naming the setting.
+func TestLoadAvroSchemaFile(t *testing.T) {
+	dir := t.TempDir()
+	avsc := filepath.Join(dir, "r.avsc")
+	const js = `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`
+	if err := os.WriteFile(avsc, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{{avsc, js}, {filepath.Join(dir, "missing.avsc"), ""}} {
+		file := filepath.Join(dir, "c.yaml")
+		yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
+			"schema:\n  format: avro\n  avro_schema: " + c.path + "\n  time_field: ts\n"
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(file, nil)
+		switch {
+		case c.want != "" && (err != nil || cfg.Schema.AvroSchema != js):
+			t.Errorf("%s: %v, avro_schema %q", c.path, err, cfg.Schema.AvroSchema)
+		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema.avro_schema")):
+			t.Errorf("%s: %v, want a problem naming schema.avro_schema", c.path, err)
+		}
+	}
+}

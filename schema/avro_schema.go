@@ -3,7 +3,6 @@ package schema
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/hamba/avro/v2"
@@ -61,29 +60,12 @@ type avroType struct {
 	size int
 }
 
-// avroSchemaText returns the writer schema of plain Avro: c.AvroSchema as
-// JSON when it starts like JSON, else the contents of the file it names.
-func (c Config) avroSchemaText() (string, error) {
-	s := strings.TrimSpace(c.AvroSchema)
-	if s == "" || s[0] == '{' || s[0] == '[' || s[0] == '"' {
-		return s, nil
-	}
-	b, err := os.ReadFile(s)
-	if err != nil {
-		return "", fmt.Errorf("avro_schema: %w", err)
-	}
-	return string(b), nil
-}
-
 // plainAvro parses the configured writer schema and binds it to d's
 // paths.
 func (d *Decoder) plainAvro() (*avroPlan, error) {
-	text, err := d.cfg.avroSchemaText()
-	if err != nil {
-		return nil, err
-	}
-	if text == "" {
-		return nil, errors.New("format avro needs avro_schema")
+	text := d.cfg.AvroSchema
+	if strings.TrimSpace(text) == "" {
+		return nil, errors.New("format avro needs avro_schema or registry.url")
 	}
 	t, err := parseAvro(text)
 	if err != nil {

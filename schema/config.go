@@ -93,10 +93,10 @@ type Config struct {
 	// Format is the input encoding: "msgpack", "json", "avro" or "auto"
 	// (default).
 	Format Format `mapstructure:"format"`
-	// AvroSchema is the writer schema of Avro input: the schema's JSON, or
-	// the path of a file holding it (anything not starting with '{', '['
-	// or '"'). Required with format avro; every configured field must be a
-	// field of it (paths follow record fields, through unions). Omitted
+	// AvroSchema is the writer schema of plain Avro input, as JSON (the
+	// operator's config loader reads a file path given there). Required
+	// with format avro without a registry; every configured field must be
+	// a field of it (paths follow record fields, through unions). Omitted
 	// from JSON when empty, so that release digests (operator) of other
 	// formats are as before.
 	AvroSchema string `mapstructure:"avro_schema" json:"AvroSchema,omitempty"`
