@@ -175,3 +175,45 @@ func TestFramedAvroConfig(t *testing.T) {
 		t.Errorf("NewSchemas of plain Avro: %v", err)
 	}
 }
+
+// TestFramedAvroConcurrent: decoders on several goroutines share one
+// Schemas (the fetchers of a deployment); each id is still fetched and
+// reported once (run with -race, as deploy/test.sh does).
+func TestFramedAvroConcurrent(t *testing.T) {
+	reg := newFakeRegistry(map[uint32]string{7: avroTestSchema, 8: avroNoUnitSchema})
+	cfg := framedConfig()
+	s, err := NewSchemas(cfg, reg.fetch, reg.report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := encAvro(t, avroTestSchema, avroTestRecord())
+	var wg sync.WaitGroup
+	for g := range 4 {
+		d, err := NewFramedDecoder(cfg, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var e Event
+			for i := range 200 {
+				id := uint32(7 + (i+g)%3) // 7, 8 and the unknown 9
+				want := []Reason{ReasonNone, ReasonSchemaMismatch, ReasonUnknownSchema}[id-7]
+				if r := ReasonOf(d.Decode(frame(id, rec), &e)); r != want {
+					t.Errorf("id %d: %v, want %v", id, r, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for id := uint32(7); id <= 9; id++ {
+		if reg.fetches[id] != 1 {
+			t.Errorf("id %d fetched %d times, want once", id, reg.fetches[id])
+		}
+	}
+	if len(reg.reported[8]) != 1 || len(reg.reported[9]) != 1 {
+		t.Errorf("reports %v, want one for id 8 and one for id 9", reg.reported)
+	}
+}
