@@ -21,8 +21,13 @@
 #   DPSTREAM_PG_PORT             the PostgreSQL server's port (default 55432)
 #   DPSTREAM_TEST_CONNECT        use this Connect worker (REST URL) instead of starting one
 #   DPSTREAM_TEST_POSTGRES       use this PostgreSQL server (postgresql:// URL) instead of starting one
-#   DPSTREAM_KEEP_BROKER=1       leave the brokers (and the Connect worker and
-#                                PostgreSQL) this script started running
+#   DPSTREAM_REGISTRY_PORT       the schema registry's port (default 8081)
+#   DPSTREAM_TEST_REGISTRY       use this schema registry (the URL
+#                                deploy/registry/registry.sh printed)
+#                                instead of starting one
+#   DPSTREAM_KEEP_BROKER=1       leave the brokers (and the Connect worker,
+#                                PostgreSQL and the schema registry) this
+#                                script started running
 #                                (quicker re-runs), with their data
 #   DPSTREAM_TEST_RACE=0         skip the race step (quicker local runs; CI runs it)
 set -uo pipefail
@@ -65,8 +70,9 @@ gotest_logged() {
   go test "$@" 2>&1 | tee -a "$gotest_log"
 }
 
-# stop_brokers: on exit, the brokers this script started are stopped and
-# their data deleted (kafka.sh reset; secure.sh stop deletes its own), so
+# stop_brokers: on exit, the brokers (and the schema registry) this script
+# started are stopped and their data deleted (kafka.sh reset; secure.sh
+# stop deletes its own; the registry keeps its schemas in memory), so
 # that the test topics of a run do not pile up in deploy/kafka/data; one
 # that was already running is left as it is, and so are both with
 # DPSTREAM_KEEP_BROKER=1. The jars stay cached in deploy/kafka/lib.
@@ -76,6 +82,7 @@ stop_brokers() {
   if [ "${started_connect:-0}" = 1 ]; then deploy/connect/connect.sh stop || true; fi
   if [ "${started_pg:-0}" = 1 ]; then deploy/postgres/pg.sh reset || true; fi
   if [ "${started_secure:-0}" = 1 ]; then deploy/kafka/secure.sh stop || true; fi
+  if [ "${started_registry:-0}" = 1 ]; then deploy/registry/registry.sh stop || true; fi
   if [ "${started_broker:-0}" = 1 ]; then deploy/kafka/kafka.sh reset || true; fi
 }
 trap stop_brokers EXIT
@@ -144,6 +151,16 @@ if [ -n "${DPSTREAM_TEST_POSTGRES:-}" ]; then
 elif [ -x deploy/postgres/pg.sh ]; then
   step "start PostgreSQL (deploy/postgres/pg.sh, port ${DPSTREAM_PG_PORT:-55432})" \
     start_with deploy/postgres/pg.sh DPSTREAM_TEST_POSTGRES started_pg
+fi
+# The schema registry (deploy/registry/registry.sh: Apicurio Registry
+# 2.6.13.Final, in memory, 127.0.0.1 at DPSTREAM_REGISTRY_PORT, default
+# 8081) for the framed Avro test (operator TestKafkaRegistryAvro): ~140 MB
+# from Maven Central once, then ready in ~10-20 s on the loaded machine.
+if [ -n "${DPSTREAM_TEST_REGISTRY:-}" ]; then
+  echo "=== test.sh: using the schema registry of DPSTREAM_TEST_REGISTRY=$DPSTREAM_TEST_REGISTRY"
+elif [ -x deploy/registry/registry.sh ]; then
+  step "start the schema registry (deploy/registry/registry.sh, port ${DPSTREAM_REGISTRY_PORT:-8081})" \
+    start_with deploy/registry/registry.sh DPSTREAM_TEST_REGISTRY started_registry
 fi
 
 # The Python consumer example (examples/python) is tested against the broker

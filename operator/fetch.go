@@ -82,7 +82,7 @@ type fetcher struct {
 
 // fetch runs a fetcher of one partition until ctx ends.
 func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafka.PartitionAssignment, out chan<- []item) {
-	dec, err := schema.NewDecoder(o.cfg.Schema)
+	dec, err := o.newInputDecoder()
 	if err != nil { // validated in New; never here
 		o.log.Error("decoder", "err", err)
 		return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -153,6 +154,9 @@ func LoadAll(path string, fs *pflag.FlagSet) (Config, []string, error) {
 	}
 	if err := decode(&c); err != nil {
 		return Config{}, problems, fmt.Errorf("%w: %v", ErrConfig, cleanDecodeError(err))
+	}
+	if p := avroSchemaFile(&c); p != "" {
+		problems = append(problems, p)
 	}
 	// Per-aggregate overrides bound to unset environment variables decode
 	// as empty strings; drop them.
@@ -587,3 +591,21 @@ func editDistance(a, b string) int {
 // ConfigKeys returns every config key, sorted (for shell completion of
 // --set and for messages).
 func ConfigKeys() []string { return sortedKeys(configKeys()) }
+
+// avroSchemaFile replaces a file path in schema.avro_schema (anything not
+// starting like JSON: '{', '[' or '"') by the file's content, so that the
+// schema package never reads files and the release digest covers the
+// writer schema itself rather than its path. It returns a problem line
+// when the file cannot be read.
+func avroSchemaFile(c *Config) string {
+	path := strings.TrimSpace(c.Schema.AvroSchema)
+	if path == "" || strings.ContainsAny(path[:1], `{["`) {
+		return ""
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("schema.avro_schema: cannot read the schema file %s", path)
+	}
+	c.Schema.AvroSchema = string(b)
+	return ""
+}

@@ -36,6 +36,9 @@ type Operator struct {
 	shown    atomic.Pointer[plan]
 	instance string
 	hook     func(Published)
+	// schemas caches the writer schemas of framed Avro input (nil for
+	// other formats), shared by the fetchers (registry.go).
+	schemas *schema.Schemas
 	// trustedCreateTime: the caller produces the input itself with the
 	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
 	trustedCreateTime bool
@@ -133,6 +136,9 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	o.m = m
 	dec, err := schema.NewDecoder(cfg.Schema)
 	if err != nil {
+		return nil, err
+	}
+	if o.schemas, err = o.newSchemas(); err != nil {
 		return nil, err
 	}
 	o.plan, err = newPlan(cfg, dec, windowsConfig(cfg, dec.NumBuckets()))

@@ -20,6 +20,10 @@ const (
 	FormatMsgpack Format = "msgpack"
 	// FormatJSON: every message is one JSON object (RFC 8259).
 	FormatJSON Format = "json"
+	// FormatAvro: every message is one Avro record in the binary encoding,
+	// written with the schema Config.AvroSchema, or framed (magic byte and
+	// schema id) with a schema of Config.Registry.
+	FormatAvro Format = "avro"
 )
 
 // TimeFormat says how the event-time field is written.
@@ -86,8 +90,20 @@ const (
 // The zero values of Format, TimeFormat, MaxKeyLen, MaxStringLen, MinTime
 // and MaxTime select the defaults.
 type Config struct {
-	// Format is the input encoding: "msgpack", "json" or "auto" (default).
+	// Format is the input encoding: "msgpack", "json", "avro" or "auto"
+	// (default).
 	Format Format `mapstructure:"format"`
+	// AvroSchema is the writer schema of plain Avro input, as JSON (the
+	// operator's config loader reads a file path given there). Required
+	// with format avro without a registry; every configured field must be
+	// a field of it (paths follow record fields, through unions). Omitted
+	// from JSON when empty, so that release digests (operator) of other
+	// formats are as before.
+	AvroSchema string `mapstructure:"avro_schema" json:"AvroSchema,omitempty"`
+	// Registry, with a URL, makes format avro read the Confluent wire
+	// format (magic byte, schema id, record), the writer schemas fetched
+	// from the registry by id. Not in JSON: it does not shape a release.
+	Registry RegistryConfig `mapstructure:"registry" json:"-"`
 
 	// TimeField names the event-time field (required).
 	TimeField string `mapstructure:"time_field"`
@@ -239,15 +255,24 @@ func (c Config) Validate() error {
 	c.validateHistogram(p, d)
 	c.validateValue(p, d)
 	c.validatePaths(p)
+	c.validateRegistry(p, d)
+	if len(p.errs) == 0 && d.Format == FormatAvro && !d.framed() {
+		if _, err := newDecoder(d).plainAvro(); err != nil {
+			p.bad("%v", err)
+		}
+	}
 	return p.err()
 }
 
 // validateLimits checks the formats and limits; d is c with its defaults.
 func (c Config) validateLimits(p *problems, d Config) {
 	switch d.Format {
-	case FormatAuto, FormatMsgpack, FormatJSON:
+	case FormatAuto, FormatMsgpack, FormatJSON, FormatAvro:
 	default:
-		p.bad("format %q is not one of msgpack, json, auto", c.Format)
+		p.bad("format %q is not one of msgpack, json, avro, auto", c.Format)
+	}
+	if d.Format != FormatAvro && c.AvroSchema != "" {
+		p.bad("avro_schema is set but format is not avro")
 	}
 	switch d.TimeFormat {
 	case TimeAuto, TimeUnixSeconds, TimeUnixMillis, TimeRFC3339:

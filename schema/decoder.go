@@ -89,14 +89,33 @@ type Decoder struct {
 
 	scanned bool             // the last Decode read the message as a map (Shape)
 	keyHook func(key []byte) // called with every string key while set (Keys)
+	avro    *avroPlan // the plain Avro writer schema bound to the paths
+	// schemas and byID serve framed Avro: the shared cache and this
+	// decoder's view of it (ids whose entry is final).
+	schemas *Schemas
+	byID    map[uint32]schemaEntry
 }
 
-// NewDecoder validates cfg and returns a Decoder for it.
+// NewDecoder validates cfg and returns a Decoder for it. With framed Avro
+// (a registry) it has no schemas and rejects every message as
+// unknown_schema: decode those with NewFramedDecoder.
 func NewDecoder(cfg Config) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
+	d := newDecoder(cfg.withDefaults())
+	if d.cfg.Format == FormatAvro && !d.cfg.framed() {
+		var err error
+		if d.avro, err = d.plainAvro(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
+	return d, nil
+}
+
+// newDecoder returns a Decoder for cfg, which is valid and has its
+// defaults.
+func newDecoder(cfg Config) *Decoder {
 	cfg.GroupBy = append([]string(nil), cfg.GroupBy...)
 	d := &Decoder{
 		cfg: cfg, timeIdx: -1, unitIdx: -1, histIdx: -1, valueIdx: -1, other: -1,
@@ -150,7 +169,7 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 	}
 	d.vals = make([]scalar, len(d.fields))
 	d.seen = make([]bool, len(d.nodes))
-	return d, nil
+	return d
 }
 
 // Config returns a copy of the decoder's configuration, with defaults
@@ -203,6 +222,12 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 		r = d.scanMsgpack(msg)
 	case FormatJSON:
 		r = d.scanJSON(msg)
+	case FormatAvro:
+		if d.cfg.framed() {
+			r = d.scanFramed(msg)
+		} else {
+			r = d.scanAvro(d.avro, msg, 0)
+		}
 	default:
 		if len(msg) > 0 && msg[0] >= 0x80 {
 			r = d.scanMsgpack(msg)

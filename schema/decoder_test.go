@@ -395,7 +395,7 @@ func TestReasonNames(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if got := Reason(NumReasons).String(); got != "reason(13)" {
+	if got := Reason(NumReasons).String(); got != "reason(15)" {
 		t.Errorf("out-of-range reason: %q", got)
 	}
 	if ReasonOf(nil) != ReasonNone || ReasonOf(errors.New("x")) != ReasonNone {

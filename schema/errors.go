@@ -20,6 +20,9 @@ var (
 	ErrVersion = errors.New("schema: unsupported release schema version")
 	// ErrInvalidGroup: a group string that MakeGroup did not produce.
 	ErrInvalidGroup = errors.New("schema: invalid group encoding")
+	// ErrSchemaMismatch: an Avro writer schema that is not a record or
+	// lacks a configured field.
+	ErrSchemaMismatch = errors.New("schema: writer schema does not match the configuration")
 )
 
 // Reason says why an input message was rejected. Each reason is a stable,
@@ -31,8 +34,9 @@ const (
 	// ReasonNone is the reason of a nil error or of an error that did not
 	// come from Decode.
 	ReasonNone Reason = iota
-	// ReasonMalformed: not valid msgpack or JSON (truncated, a reserved
-	// byte, bad JSON syntax, an empty message).
+	// ReasonMalformed: not valid msgpack, JSON or Avro (truncated, a
+	// reserved byte, bad JSON syntax, an Avro index or count out of range,
+	// an empty message).
 	ReasonMalformed
 	// ReasonNotAMap: the message is well formed but is not a map/object.
 	ReasonNotAMap
@@ -61,6 +65,13 @@ const (
 	// ReasonInvalidUTF8: a configured string value that is not valid UTF-8
 	// (or a JSON escape that encodes a lone surrogate).
 	ReasonInvalidUTF8
+	// ReasonUnknownSchema: a framed Avro message without the magic byte
+	// and schema id, or whose id the registry does not have (or could not
+	// be asked for).
+	ReasonUnknownSchema
+	// ReasonSchemaMismatch: a framed Avro message whose writer schema
+	// lacks a configured field (or is not a record, or does not parse).
+	ReasonSchemaMismatch
 
 	numReasons // the number of reasons, for tables indexed by Reason
 )
@@ -83,6 +94,8 @@ var reasonNames = [numReasons]string{
 	ReasonUnknownCategory: "unknown_category",
 	ReasonOversized:       "oversized",
 	ReasonInvalidUTF8:     "invalid_utf8",
+	ReasonUnknownSchema:   "unknown_schema",
+	ReasonSchemaMismatch:  "schema_mismatch",
 }
 
 // String returns the snake_case name of r, e.g. "missing_field".

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,20 +171,8 @@ func TestNestedGolden(t *testing.T) {
 			fmt.Fprintf(&out, "=> %s\n", renderDecoded(&e, d.Decode(msg, &e)))
 		}
 		name := map[string]string{"mp": "nested_events_msgpack.txt", "js": "nested_events_json.txt"}[format]
-		path := filepath.Join("testdata", name)
-		if *update {
-			if err := os.WriteFile(path, []byte(out.String()), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		golden, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create)", err)
-		}
-		if string(golden) != out.String() {
-			t.Errorf("%s differs (run with -update if the change is intended)", path)
-		}
-		checkGoldenEvents(t, d, format, string(golden))
+		golden := compareGolden(t, filepath.Join("testdata", name), out.String())
+		checkGoldenEvents(t, d, format, golden)
 	}
 }
 

@@ -1,0 +1,144 @@
+package operator
+
+// Integration test of framed Avro input against a real schema registry
+// (deploy/registry/registry.sh) and broker. It skips unless
+// DPSTREAM_TEST_REGISTRY (the URL registry.sh start prints) and
+// DPSTREAM_TEST_BROKERS are set; deploy/test.sh sets both.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/dpstream/dpstream/operator/kafkatest"
+	"github.com/dpstream/dpstream/schema"
+)
+
+// envRegistry names the registry's Confluent-compatible base URL.
+const envRegistry = "DPSTREAM_TEST_REGISTRY"
+
+// testAvroSchema is the writer schema of the test stream's events (the
+// fields of testEvent.encode, with a nested record the config skips).
+const testAvroSchema = `{"type": "record", "name": "Reading", "namespace": "dpstream.test", "fields": [
+ {"name": "ts", "type": "long"}, {"name": "user", "type": "string"},
+ {"name": "meta", "type": {"type": "record", "name": "Meta", "fields": [{"name": "extra", "type": "string"}]}},
+ {"name": "region", "type": "string"}, {"name": "cat", "type": "string"},
+ {"name": "v", "type": "double"}]}`
+
+// testAvroNoRegion is a schema without the group-by field region.
+const testAvroNoRegion = `{"type": "record", "name": "Reading", "namespace": "dpstream.test", "fields": [
+ {"name": "ts", "type": "long"}, {"name": "user", "type": "string"},
+ {"name": "cat", "type": "string"}, {"name": "v", "type": "double"}]}`
+
+// registerSchema registers schemaJSON under subject and returns its id.
+func registerSchema(t *testing.T, url, subject, schemaJSON string) uint32 {
+	t.Helper()
+	body, _ := json.Marshal(map[string]string{"schema": schemaJSON})
+	resp, err := http.Post(url+"/subjects/"+subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		ID uint32 `json:"id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("registering %s: status %d, %v", subject, resp.StatusCode, err)
+	}
+	return r.ID
+}
+
+// framedAvro encodes rec with schemaJSON in the Confluent wire format.
+func framedAvro(t *testing.T, id uint32, schemaJSON string, rec map[string]any) []byte {
+	t.Helper()
+	s, err := avro.ParseWithCache(schemaJSON, "", &avro.SchemaCache{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := avro.Marshal(s, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(binary.BigEndian.AppendUint32([]byte{0}, id), b...)
+}
+
+// TestKafkaRegistryAvro: the test stream, produced as Confluent-framed
+// Avro with a registered schema, releases what the same events in
+// JSON/msgpack release (every window and group, values within their
+// intervals around the same truth: checkReleases, as TestKafkaEndToEnd),
+// every event decoded; messages of a second schema id without the
+// group-by field are skipped as schema_mismatch, with one ERROR naming the
+// field and the id.
+func TestKafkaRegistryAvro(t *testing.T) {
+	url := os.Getenv(envRegistry)
+	if url == "" {
+		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
+	}
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	in, out := uniqueName("dpstream-avro-in"), uniqueName("dpstream-avro-out")
+	createTopic(t, cl, in, 1)
+	id := registerSchema(t, url, in+"-value", testAvroSchema)
+	idNoRegion := registerSchema(t, url, in+"-other-value", testAvroNoRegion)
+
+	s := genStream(23, 3, 30)
+	c := testConfig(brokers, in, out, uniqueName("dpstream-avro"))
+	c.Kafka.CreateTopics = true
+	c.Observability.SensitiveMetrics = true // the test reads the decode and skip counters
+	c.Schema.Format = schema.FormatAvro
+	c.Schema.Registry.URL = url
+	msgs := s.messages(0, c.Windows.AllowedLateness) // the events, then the sentinel
+	const mismatched = 3
+	var avroMsgs []kafka.Message
+	for i, m := range msgs {
+		e := testEvent{user: "sentinel", region: "north", cat: "a", time: testStreamEnd.Load() - testArrivalDelay}
+		if i < len(s.events) {
+			e = s.events[i]
+		}
+		m.Value = framedAvro(t, id, testAvroSchema, map[string]any{
+			"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "ignored"}, "region": e.region, "cat": e.cat, "v": e.value})
+		avroMsgs = append(avroMsgs, m)
+		if i == 0 {
+			for range mismatched {
+				m.Value = framedAvro(t, idNoRegion, testAvroNoRegion, map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value})
+				avroMsgs = append(avroMsgs, m)
+			}
+		}
+	}
+	produce(t, brokers, in, avroMsgs)
+
+	op, pub, logs := newLoggedTestOperator(t, c)
+	if err := runUntil(t, op, testBase+2*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	rels, _ := readReleases(t, cl, out)
+	if n := checkReleases(t, s, c, rels); n != 72 {
+		t.Errorf("checked %d values, want 72", n)
+	}
+	reg := op.Registry()
+	if got := counter(t, reg, "dpstream_events_skipped_total", schema.ReasonSchemaMismatch.String()); got != mismatched {
+		t.Errorf("schema_mismatch skips = %v, want %d", got, mismatched)
+	}
+	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(avroMsgs)) {
+		t.Errorf("events_in_total = %v, want %d", got, len(avroMsgs))
+	}
+	var errs []string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "level=ERROR") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
+		!strings.Contains(errs[0], strconv.FormatUint(uint64(idNoRegion), 10)) {
+		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, idNoRegion)
+	}
+}

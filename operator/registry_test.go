@@ -1,0 +1,100 @@
+package operator
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/dpstream/dpstream/schema"
+)
+
+// TestRegistryClient: the client's answers to each status of
+// GET /schemas/ids/{id}, with basic auth from a password file.
+func TestRegistryClient(t *testing.T) {
+	var fails atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "dp" || p != "s3cret" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		switch r.URL.Path {
+		case "/ccompat/schemas/ids/1":
+			_, _ = w.Write([]byte(`{"schema": "{\"type\": \"record\", \"name\": \"R\", \"fields\": []}"}`))
+		case "/ccompat/schemas/ids/2":
+			_, _ = w.Write([]byte(`{"schema": "syntax = \"proto3\";", "schemaType": "PROTOBUF"}`))
+		case "/ccompat/schemas/ids/3": // fails once, then answers
+			if fails.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte(`{"schema": "\"long\"", "schemaType": "AVRO"}`))
+		case "/ccompat/schemas/ids/4":
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat/", Username: "dp", PasswordFile: pwFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.fetch(1); err != nil || !strings.Contains(s, `"record"`) {
+		t.Errorf("id 1: %q %v", s, err)
+	}
+	if _, err := c.fetch(2); !errors.Is(err, schema.ErrSchemaMismatch) {
+		t.Errorf("id 2 (Protobuf): %v, want ErrSchemaMismatch", err)
+	}
+	if s, err := c.fetch(3); err != nil || s != `"long"` {
+		t.Errorf("id 3 (one 503, then the schema): %q %v", s, err)
+	}
+	if _, err := c.fetch(4); err == nil || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), "status 500") {
+		t.Errorf("id 4 (500): %v, want a failure", err)
+	}
+	if _, err := c.fetch(5); !errors.Is(err, schema.ErrUnknownSchema) {
+		t.Errorf("id 5 (404): %v, want ErrUnknownSchema", err)
+	}
+	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.fetch(1); err == nil || !strings.Contains(err.Error(), "status 401") || strings.Contains(err.Error(), "wrong") {
+		t.Errorf("wrong password: %v, want status 401 without the password", err)
+	}
+}
+
+// TestLoadAvroSchemaFile: a file path in schema.avro_schema is read by the
+// loader (the schema package reads no files), and an unreadable one is a
+// config problem naming the setting.
+func TestLoadAvroSchemaFile(t *testing.T) {
+	dir := t.TempDir()
+	avsc := filepath.Join(dir, "r.avsc")
+	const js = `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`
+	if err := os.WriteFile(avsc, []byte(js), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{{avsc, js}, {filepath.Join(dir, "missing.avsc"), ""}} {
+		file := filepath.Join(dir, "c.yaml")
+		yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
+			"schema:\n  format: avro\n  avro_schema: " + c.path + "\n  time_field: ts\n"
+		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load(file, nil)
+		switch {
+		case c.want != "" && (err != nil || cfg.Schema.AvroSchema != js):
+			t.Errorf("%s: %v, avro_schema %q", c.path, err, cfg.Schema.AvroSchema)
+		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema.avro_schema")):
+			t.Errorf("%s: %v, want a problem naming schema.avro_schema", c.path, err)
+		}
+	}
+}
