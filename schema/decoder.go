@@ -89,7 +89,7 @@ type Decoder struct {
 
 	scanned bool             // the last Decode read the message as a map (Shape)
 	keyHook func(key []byte) // called with every string key while set (Keys)
-	avro    *avroPlan // the plain Avro writer schema bound to the paths
+	avro    *avroPlan        // the plain Avro writer schema bound to the paths
 	// schemas and byID serve framed Avro: the shared cache and this
 	// decoder's view of it (ids whose entry is final).
 	schemas *Schemas
