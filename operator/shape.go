@@ -154,7 +154,7 @@ func (s *shapeCheck) endBlock(log *slog.Logger) {
 	}
 	for _, i := range fired {
 		log.Error("input shape: a configured field is missing from the input (or of the wrong type); its events are skipped "+
-			"(check the schema's field names against the producers', case-sensitive and top-level)",
+			"(check the schema's field names against the producers', case-sensitive; a dot in a setting is a path into nested maps, fields_seen lists top-level keys)",
 			"field", s.fields[i].Name, "config", strings.Join(s.fields[i].Roles, ","),
 			"finding", s.findings[i], "fields_seen", s.seen)
 	}
