@@ -167,31 +167,46 @@ func (s *shapeCheck) endBlock(log *slog.Logger) {
 	clear(s.tally)
 }
 
-// tallyNames counts, in tally, the top-level key names of msg (decoded by
-// dec): at most shapeMaxTally keys of a record, and shapeMaxTally
-// distinct names in all.
+// tallyNames counts, in tally, the records of the sample that carry each
+// top-level key name of msg (decoded by dec): a name once per record,
+// however often the record repeats it (a JSON object may), so that a name
+// is listed only when that many records carry it; at most shapeMaxTally
+// keys of a record, and shapeMaxTally distinct names in all.
 func tallyNames(dec *schema.Decoder, tally map[string]int, msg []byte) {
 	seen := 0
+	var mine map[string]bool // the names of msg counted so far
 	dec.Keys(msg, func(k []byte) {
 		seen++
-		if seen > shapeMaxTally {
+		if seen > shapeMaxTally || mine[string(k)] {
 			return
 		}
 		if n, ok := tally[string(k)]; ok {
 			tally[string(k)] = n + 1
 		} else if len(tally) < shapeMaxTally {
 			tally[string(k)] = 1
+		} else {
+			return
 		}
+		if mine == nil {
+			mine = map[string]bool{}
+		}
+		mine[string(k)] = true
 	})
 }
 
-// finding says how field i was missing from the block that ends.
+// finding says how field i was missing from the block that ends: absent
+// when fewer than fireBelow records have it at all, of the wrong type
+// when fewer than fireBelow lack it or have it with a type its roles
+// accept, else both. Thresholds, as for the report itself, so that one
+// record decides the wording only when its block holds exactly
+// fireBelow−1 others of its kind (never the only record with the field
+// present, or the only one without it).
 func (s *shapeCheck) finding(i int) string {
 	how := "absent from or of the wrong type in"
-	switch s.absent[i] {
-	case s.miss[i]:
+	switch wrong := s.miss[i] - s.absent[i]; {
+	case s.block-s.absent[i] < s.fireBelow():
 		how = "absent from"
-	case 0:
+	case s.block-wrong < s.fireBelow():
 		how = "of the wrong type in"
 	}
 	return fmt.Sprintf("%s more than %d%% of the last %d decoded records", how, 100-shapeFirePercent, s.block)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -213,5 +214,65 @@ func TestShapeCheckSwitch(t *testing.T) {
 	}
 	if !Default().Observability.ShapeCheck {
 		t.Error("shape_check is off by default")
+	}
+}
+
+// TestShapeNamesOncePerRecord: a name is listed only when half the
+// sampled records carry it, so one record that repeats a key (a JSON
+// object may hold a name twice) cannot get it listed. Fails on a tally
+// that counts every occurrence: the one record's key was listed.
+func TestShapeNamesOncePerRecord(t *testing.T) {
+	st := newShapeTest(t)
+	dup := strings.Repeat(`,"secret-name":1`, shapeSample)
+	for i := range shapeBlock {
+		msg := event(i, "regoin")
+		if i == shapeBlock-1 {
+			msg = strings.TrimSuffix(msg, "}") + dup + "}"
+		}
+		st.feed(msg)
+	}
+	log := st.buf.String()
+	if !strings.Contains(log, "field=region") {
+		t.Fatalf("the misspelt field is not reported:\n%s", log)
+	}
+	if strings.Contains(log, "secret-name") {
+		t.Errorf("a key of one record is listed:\n%s", log)
+	}
+}
+
+// TestShapeFindingOneRecord: what a report says of a field (absent, of
+// the wrong type, or both) is not decided by one record: a block in which
+// the field is absent from every record but one, that has it with the
+// wrong type, reads as one in which it is absent from all (and likewise
+// the other way round). Fails on a finding that names the mixed case
+// whenever both kinds occur.
+func TestShapeFindingOneRecord(t *testing.T) {
+	finding := func(absent, wrong int) string {
+		st := newShapeTest(t)
+		f := slices.IndexFunc(st.s.fields, func(f schema.FieldInfo) bool { return f.Name == "v" })
+		for i := range shapeBlock {
+			var a, w uint64
+			switch {
+			case i < absent:
+				a = 1 << f
+			case i < absent+wrong:
+				w = 1 << f
+			}
+			st.s.observe(st.log, []byte(`{}`), a, w)
+		}
+		return st.s.findings[f]
+	}
+	for _, c := range []struct{ absent, wrong int }{{shapeBlock, 0}, {shapeBlock - 1, 1}, {0, shapeBlock}, {1, shapeBlock - 1}} {
+		got := finding(c.absent, c.wrong)
+		want := finding(shapeBlock, 0)
+		if c.absent < c.wrong {
+			want = finding(0, shapeBlock)
+		}
+		if got != want {
+			t.Errorf("absent %d, wrong type %d: finding %q, want %q (as with every record alike)", c.absent, c.wrong, got, want)
+		}
+	}
+	if got := finding(shapeBlock/2, shapeBlock/2); !strings.Contains(got, "absent from or of the wrong type in") {
+		t.Errorf("half absent, half of the wrong type: finding %q", got)
 	}
 }
