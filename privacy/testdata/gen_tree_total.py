@@ -84,35 +84,31 @@ def delta_of(vec, sigma, eps, cache):
     return acc.get_delta_for_epsilon(eps)
 
 
-def bisect(vec, s):
-    """The smallest sigma (1e-5 relative) at which vec's delta(eps) <= delta."""
-    d = lambda sg: delta_of(vec, sg, s["eps"], {})
+def smallest_sigma(d, delta, tol):
+    """The smallest sigma (tol relative) at which d(sigma) <= delta, d
+    decreasing in sigma."""
     lo, hi = 1.0, 2.0
-    while d(hi) > s["delta"]:
+    while d(hi) > delta:
         lo, hi = hi, hi * 2
-    while hi / lo - 1 > 1e-5:
+    while hi / lo - 1 > tol:
         mid = (lo + hi) / 2
-        if d(mid) > s["delta"]:
+        if d(mid) > delta:
             lo = mid
         else:
             hi = mid
     return hi
+
+
+def bisect(vec, s):
+    """The smallest sigma (1e-5 relative) at which vec's delta(eps) <= delta
+    by dp_accounting."""
+    return smallest_sigma(lambda sg: delta_of(vec, sg, s["eps"], {}), s["delta"], 1e-5)
 
 
 def bisect_exact(vec, s):
     """The smallest sigma (1e-10 relative) at which vec's exact delta(eps)
     <= delta (gen_total.dg_delta)."""
-    d = lambda sg: dg_delta(vec, sg, s["eps"])
-    lo, hi = 1.0, 2.0
-    while d(hi) > s["delta"]:
-        lo, hi = hi, hi * 2
-    while hi / lo - 1 > 1e-10:
-        mid = (lo + hi) / 2
-        if d(mid) > s["delta"]:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+    return smallest_sigma(lambda sg: dg_delta(vec, sg, s["eps"]), s["delta"], 1e-10)
 
 
 def main():
