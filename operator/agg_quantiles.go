@@ -46,8 +46,9 @@ func (a quantilesAgg) variant(c Config) aggregator {
 func (quantilesAgg) parts(sens windows.Sensitivities) []partSpec {
 	// pureL0: L1/L∞ = G·D (2G·D replacing units): the tree moves by at
 	// most V per level and group (windows treeSensitivity; exact for a
-	// whole V, whose product G·D·V is exact).
-	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true, pureL0: sens.Tree.L1 / sens.Tree.Linf,
+	// whole V, whose product G·D·V is exact). norms: with δ > 0, the same
+	// L1 = G·D·V and L2 = √(G·D)·V reach the accountants (privacy.Part).
+	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true, pureL0: sens.Tree.L1 / sens.Tree.Linf, norms: true,
 		exactOnly: "quantiles need laplace, gaussian or auto (exact integer noise on the tree)"}}
 }
 

@@ -140,6 +140,12 @@ type partSpec struct {
 	// integer shift k is at most ‖k‖₁/t), so it is exact there. With
 	// δ > 0 the accountants compose per-coordinate profiles and L0 stays.
 	pureL0 float64
+	// norms: with δ > 0, the part's L1 and L2 (sens.L1, sens.L2) bound
+	// one unit's moves per window more tightly than L0·L∞ and √L0·L∞ (the
+	// quantile tree: at most L∞ per level and group, G·D·L∞ in all), and
+	// are passed to the accountants as privacy.Part.L1/L2 like a total
+	// bound's (vectorNoise.totalNorms). Pure ε uses pureL0 instead.
+	norms bool
 	// selection: the part is not noise but pure ε-DP selections, one per
 	// coordinate, each (L∞/scale)-DP (privacy.Selection; the quantiles'
 	// exponential mechanism): its mechanism is fixed, whatever is

@@ -142,6 +142,7 @@ type vectorNoise struct {
 	lim        float64 // values are clamped to ±lim (realSnapped, realLattice)
 	sens       windows.Sensitivity
 	coords     int     // coordinates the calibration composes per window (partSpec.coords)
+	norms      bool    // partSpec.norms under a budget with δ > 0: L1 and L2 reach the calibration
 	linf       float64 // the per-coordinate shift the scale is calibrated for (value units)
 	half       float64 // half-width of the (1−β) interval of one value
 	beta       float64 // the β the half-width is for

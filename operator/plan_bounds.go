@@ -84,10 +84,11 @@ func (n *vectorNoise) totalNote() string {
 }
 
 // totalNorms adds the L1 and L2 bounds of a part that the total bound
-// binds to its calibration part: integer parts only (histogram, count),
-// where one grid step is one unit of value.
+// binds, or whose norms bind by construction with δ > 0 (the quantile
+// tree, partSpec.norms), to its calibration part: integer parts only
+// (histogram, count, tree), where one grid step is one unit of value.
 func (n *vectorNoise) totalNorms(pt *privacy.Part) {
-	if n.sens.Total && (n.kind == intExact || n.kind == intRounded) {
+	if (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded) {
 		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
 	}
 }

@@ -31,7 +31,8 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 		if !(s.sens.L0 >= 1) || !(s.sens.Linf > 0) || math.IsInf(s.sens.Linf, 0) {
 			return nil, fmt.Errorf("operator: %s.%s: sensitivity L0=%g, L∞=%g cannot be calibrated", s.agg, s.series, s.sens.L0, s.sens.Linf)
 		}
-		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, coords: s.coords(parts.Delta)}
+		n := vectorNoise{series: s.series, part: s.agg + "." + s.series, configured: s.configured, sens: s.sens, step: 1, coords: s.coords(parts.Delta),
+			norms: s.norms && parts.Delta > 0}
 		if s.selection {
 			n.mech, n.kind = privacy.Selection{}, selectExact
 			n.configured = n.mech.Name()

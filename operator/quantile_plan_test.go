@@ -1,11 +1,15 @@
 package operator
 
 import (
+	"encoding/json"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/windows"
 )
 
@@ -175,5 +179,80 @@ func TestQuantileAuto(t *testing.T) {
 	c.Windows.QuantileMechanism = "median"
 	if _, err := New(c, WithKey(testKey())); err == nil {
 		t.Error("an unknown quantile mechanism was accepted")
+	}
+}
+
+// TestTreeNormsDelta: with δ > 0 the quantile tree's part reaches the
+// accountants with its norms L1 = G·D·V and L2 = √(G·D)·V (partSpec.norms),
+// so the PLD accountant of one window takes the worst partition of L1
+// into at most L0 shifts of at most V (privacy/compose_total.go) rather
+// than L0 = G·Σ min(V, B^ℓ) nodes at V each. Reference:
+// privacy/testdata/tree_total_reference.json (gen_tree_total.py: the
+// worst sorted shift vector by dp_accounting's PLD, then the exact δ(ε)
+// of gen_total.py bisected to 1e-10 for σ_exact); the plan's σ is never
+// below σ_exact (1e-9 relative) and within 1e-3 above it (the solver's
+// CalibrationTolerance of 1e-4 plus the PLD grid's pessimism), as in
+// privacy's TestCalibrateTotalDiscreteGaussian. Fails on the code before
+// (σ 26.69 at S3 instead of about 11.93: L0 = 20 nodes at shift 5).
+func TestTreeNormsDelta(t *testing.T) {
+	b, err := os.ReadFile("../privacy/testdata/tree_total_reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		DiscreteGaussian []struct {
+			Name       string
+			Eps, Delta float64
+			L0, V, L1  int
+			SigmaExact string `json:"sigma_exact"`
+		} `json:"discrete_gaussian"`
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.DiscreteGaussian) == 0 {
+		t.Fatal("no reference settings")
+	}
+	for _, s := range ref.DiscreteGaussian {
+		c := quantileConfig(s.V, s.Eps, s.Delta)
+		c.Privacy.Mechanism = "gaussian"
+		o, err := New(c, WithKey(testKey()))
+		if err != nil {
+			t.Fatalf("%s: %v", s.Name, err)
+		}
+		n := &o.plan.aggs[0].noises[0]
+		pt := n.calPart()
+		if pt.L0 != s.L0 || pt.Linf != float64(s.V) || pt.L1 != float64(s.L1) || pt.L2 != math.Sqrt(float64(s.L1/s.V))*float64(s.V) {
+			t.Errorf("%s: part %+v, want L0 %d, L∞ %d, L1 %d", s.Name, pt, s.L0, s.V, s.L1)
+		}
+		want, err := strconv.ParseFloat(s.SigmaExact, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.scale < want*(1-1e-9) || n.scale > want*(1+1e-3) {
+			t.Errorf("%s: σ %.8g, reference %.8g (ratio %.6f)", s.Name, n.scale, want, n.scale/want)
+		}
+		t.Logf("%s: σ %.8g, reference %.8g (ratio %.6f)", s.Name, n.scale, want, n.scale/want)
+	}
+	// Several windows under one horizon budget: the shift patterns do not
+	// apply (compose_total.go), the part keeps its norms and the PLD
+	// composes L0 nodes at V per window, as before.
+	c := quantileConfig(5, 4, 1e-6)
+	c.Privacy.Mechanism = "gaussian"
+	c.Privacy.Epsilon, c.Privacy.Delta = 0, 0
+	c.Privacy.Horizon, c.Privacy.HorizonEpsilon, c.Privacy.HorizonDelta = 4*c.Windows.Size, 8, 1e-6
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &o.plan.aggs[0].noises[0]
+	pt := n.calPart()
+	pt.L1, pt.L2 = 0, 0
+	plans, err := privacy.CalibrateParts(o.plan.accounting, privacy.Budget{Epsilon: 8, Delta: 1e-6}, 4, []privacy.Part{pt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.scale != plans[0].Scale {
+		t.Errorf("horizon of 4 windows: σ %v, want %v (L0 nodes at V)", n.scale, plans[0].Scale)
 	}
 }
