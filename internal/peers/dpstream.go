@@ -72,9 +72,9 @@ var dpstreamAggregates = []string{operator.AggCount, operator.AggUnits, operator
 	operator.AggVariance, operator.AggHistogram, operator.AggQuantiles}
 
 // dpstreamConfig is the operator configuration of aggregate agg at
-// setting s with windows.quantile_mechanism quantiles, reading input and
-// writing releases under name.
-func dpstreamConfig(s Setting, agg, quantiles string, brokers []string, input, name string) operator.Config {
+// setting s as run describes it (windows.quantile_mechanism, the bounds),
+// reading input and writing releases under name.
+func dpstreamConfig(s Setting, agg string, run dpRun, brokers []string, input, name string) operator.Config {
 	c := operator.Default()
 	c.Kafka = demo.InProcessKafka(brokers, input, name+"-out", name, "peers")
 	c.Schema = schema.Config{
@@ -90,10 +90,15 @@ func dpstreamConfig(s Setting, agg, quantiles string, brokers []string, input, n
 	c.Windows.MaxOpenWindows = 0 // the harness bounds the open windows (pipelineDepth)
 	c.Windows.Aggregates = []string{agg}
 	c.Windows.Quantiles = Ranks
-	c.Windows.QuantileMechanism = quantiles
+	c.Windows.QuantileMechanism = run.quantiles
 	// QuantileBranching and QuantileDepth stay at their defaults (16 and 4,
 	// those of Google's BoundedQuantiles).
 	c.Bounds = operator.BoundsConfig{MaxGroups: 1, MaxBuckets: s.Cells(), MaxPerBucket: s.Bound, MaxValues: s.Bound}
+	if run.bound == BoundTotal {
+		// The setting's natural bound: a unit has at most s.Bound events
+		// in the window in all, however they spread over the cells.
+		c.Bounds.MaxContributions = s.Bound
+	}
 	c.Privacy.Epsilon, c.Privacy.Delta = s.Epsilon, s.Delta
 	c.Privacy.Mechanism = operator.Auto
 	c.Privacy.KeyFile, c.Privacy.KeyEnv = "", keyfile.Env // the key is passed with operator.WithKey
@@ -195,7 +200,7 @@ func runDpstream(ctx context.Context, d *Data, run dpRun, reps int, seed uint64,
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelError}))
 	for _, agg := range aggs {
 		name := prefix + "-" + agg
-		if err := h.start(runCtx, agg, dpstreamConfig(d.Setting, agg, run.quantiles, cl.ListenAddrs(), input, name), runKey(seed, name), logger); err != nil {
+		if err := h.start(runCtx, agg, dpstreamConfig(d.Setting, agg, run, cl.ListenAddrs(), input, name), runKey(seed, name), logger); err != nil {
 			return nil, err
 		}
 	}

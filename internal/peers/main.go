@@ -41,7 +41,10 @@ const shortDivisor = 10
 
 // Result is the JSON output: one entry per setting.
 type Result struct {
-	Seed     uint64          `json:"seed"`
+	Seed uint64 `json:"seed"`
+	// Bound is dpstream's -bound (BoundTotal or BoundCell; empty in
+	// outputs from before the flag: BoundCell).
+	Bound    string          `json:"dpstream_bound,omitempty"`
 	Settings []SettingResult `json:"settings"`
 }
 
@@ -87,6 +90,7 @@ func main() {
 		table    = flag.String("table", "", "print the table of an earlier -json output FILE and exit")
 		aggs     = flag.String("aggregates", strings.Join(dpstreamAggregates, ","), "dpstream aggregates to measure, comma-separated (the table keeps their rows only)")
 		qmech    = flag.String("quantile-mechanism", "auto", "dpstream's windows.quantile_mechanism: tree, exponential or auto")
+		bound    = flag.String("bound", BoundTotal, "dpstream's bound on a unit's histogram and count contributions: total (bounds.max_contributions) or cell (max_buckets × max_per_bucket only)")
 	)
 	flag.Parse()
 	if *table != "" {
@@ -100,7 +104,7 @@ func main() {
 	defer stop()
 	res, err := run(ctx, options{settings: strings.Split(*settings, ","), seed: *seed, short: *short,
 		dataDir: *dataDir, dpReps: *dpReps, googleReps: *gReps,
-		dp: dpRun{aggregates: strings.Split(*aggs, ","), quantiles: *qmech}}, os.Stderr)
+		dp: dpRun{aggregates: strings.Split(*aggs, ","), quantiles: *qmech, bound: *bound}}, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -129,12 +133,27 @@ type options struct {
 }
 
 // dpRun is what dpstream runs: its aggregates (a subset of
-// dpstreamAggregates; the table keeps their rows only) and
-// windows.quantile_mechanism.
+// dpstreamAggregates; the table keeps their rows only),
+// windows.quantile_mechanism and which bound limits a unit's histogram
+// and count contributions (BoundTotal or BoundCell).
 type dpRun struct {
 	aggregates []string
 	quantiles  string
+	bound      string
 }
+
+// Values of -bound: how dpstream bounds a unit's contributions to the
+// histogram and the count.
+const (
+	// BoundTotal adds bounds.max_contributions = Setting.Bound (a unit
+	// has at most Bound events in all, the settings' neighbouring
+	// relation): histogram L1 = L2 = Bound.
+	BoundTotal = "total"
+	// BoundCell leaves bounds.max_contributions unset, as before it
+	// existed: max_buckets × max_per_bucket bound the histogram (L1 =
+	// Cells·Bound, L2 = √Cells·Bound), as Google's L0 × L∞ do.
+	BoundCell = "cell"
+)
 
 // reps returns the repetitions of a setting: the flag, else the default,
 // divided with -short.
@@ -151,7 +170,10 @@ func (o options) reps(flagValue int, defaults map[string]int, setting string) in
 
 // run measures every setting of o; progress goes to logw.
 func run(ctx context.Context, o options, logw io.Writer) (*Result, error) {
-	res := &Result{Seed: o.seed}
+	if o.dp.bound != BoundTotal && o.dp.bound != BoundCell {
+		return nil, fmt.Errorf("%w: -bound %q: want %s or %s", ErrDpstream, o.dp.bound, BoundTotal, BoundCell)
+	}
+	res := &Result{Seed: o.seed, Bound: o.dp.bound}
 	for _, name := range o.settings {
 		i := slices.IndexFunc(Settings, func(s Setting) bool { return s.Name == name })
 		if i < 0 {
@@ -312,7 +334,7 @@ func writeTable(w io.Writer, res *Result) error {
 				expected = num(*r.Expected)
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s (%s) | %s | %s | %s | %s | %d / %d |\n",
-				sr.Name, r.Row, num(r.Dpstream.RMSE), mech, expected, num(r.Google[NoiseLaplace].RMSE), gauss,
+				sr.Name, rowLabel(r.Row, sr.Setting, res.Bound), num(r.Dpstream.RMSE), mech, expected, num(r.Google[NoiseLaplace].RMSE), gauss,
 				ratio, r.Dpstream.Reps, r.Google[r.Best].Reps)
 		}
 	}
@@ -326,4 +348,17 @@ func num(x float64) string {
 		return fmt.Sprint(x)
 	}
 	return fmt.Sprintf("%.3g", x)
+}
+
+// rowLabel is row's name in the table: the histogram's says which bound
+// dpstream ran with where the two differ (a unit may touch several
+// cells).
+func rowLabel(row string, s Setting, bound string) string {
+	if row != RowHist || s.Cells() == 1 {
+		return row
+	}
+	if bound == BoundTotal {
+		return row + " (total bound)"
+	}
+	return row + " (per-cell bound)"
 }

@@ -6,14 +6,18 @@ DIR/S1.csv, ...) and dpstream's errors from its JSON (``-json``), runs
 OpenDP 0.16 on the same events with the same budget and the same
 neighbouring relation (a unit's at most ``bound`` events added or removed:
 symmetric distance d_in = bound; values clamped to [0, 100]) and prints,
-per setting and row (count, sum, p50/p90/p99 rank and value error), both
+per setting and row (count, sum, histogram cell, p50/p90/p99 rank and
+value error), both
 root mean squared errors over the repetitions, their ratio OpenDP /
 dpstream (above 1: dpstream is more accurate) and the ratio's standard
 error.
 
-Mechanisms: count and sum with Laplace (pure ε; it meets (ε, δ) too) and,
+Mechanisms: count, sum and the histogram's cells with Laplace (pure ε; it meets (ε, δ) too) and,
 where δ > 0, with Gaussian (zCDP, converted to (ε, δ)); the better of the
-two is the peer. Quantiles: ``make_private_quantile`` (the exponential
+two is the peer. The histogram is ``make_count_by_categories`` over the 4
+categories: its stability map takes the symmetric distance d_in = bound to
+L1 = L2 = bound (a total bound per unit, however its events spread over
+the cells; OpenDP has no per-cell bound to give it). Quantiles: ``make_private_quantile`` (the exponential
 mechanism) at ε/k per rank for k = 3 ranks, pure ε, over the candidates
 lower + i·(upper − lower)/65536, i = 0..65536 (the resolution of dpstream's
 and Google's default quantile tree, 16^4 leaves).
@@ -57,9 +61,15 @@ DEFAULT_REPS = {"S1": 200, "S2": 400, "S3": 40}
 
 
 def read_events(path):
-    """Returns the raw values of the events in path (CSV unit,value,category)."""
+    """Returns the raw values and the categories of the events in path
+    (CSV unit,value,category)."""
     with open(path, newline="") as f:
-        return [float(r["value"]) for r in csv.DictReader(f)]
+        rows = list(csv.DictReader(f))
+    return [float(r["value"]) for r in rows], [r["category"] for r in rows]
+
+
+# The histogram's categories, as the Go harness's Categories.
+CATEGORIES = ["a", "b", "c", "d"]
 
 
 def rmse_stat(sq):
@@ -103,15 +113,26 @@ def calibrate(make, d_in, d_out, lo=1e-6, hi=1e9):
     return make(hi), hi
 
 
-def noise_measurements(trans, eps, delta, d_in):
-    """Laplace (pure ε) and, for δ > 0, Gaussian (zCDP → (ε, δ)) after
-    trans: {kind: (measurement, scale)}."""
+def noise_measurements(trans, eps, delta, d_in, trans_l2=None):
+    """Laplace (pure ε) after trans and, for δ > 0, Gaussian (zCDP →
+    (ε, δ)) after trans_l2 (a vector-valued trans with its L2 output
+    metric; default trans): {kind: (measurement, scale)}."""
     out = {"laplace": calibrate(lambda s: trans >> dp.m.then_laplace(s), d_in, eps)}
     if delta > 0:
+        t2 = trans_l2 or trans
         out["gaussian"] = calibrate(
-            lambda s: dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(trans >> dp.m.then_gaussian(s)), delta),
+            lambda s: dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(t2 >> dp.m.then_gaussian(s)), delta),
             d_in, (eps, delta))
     return out
+
+
+def histogram_measurements(eps, delta, bound):
+    """The histogram's noise measurements: make_count_by_categories over
+    CATEGORIES (no null category: every event has one), L1 output for
+    Laplace, L2 for Gaussian."""
+    dom, met = dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance()
+    by_cat = lambda mo: dp.t.make_count_by_categories(dom, met, categories=CATEGORIES, null_category=False, MO=mo)
+    return noise_measurements(by_cat("L1Distance<int>"), eps, delta, bound, by_cat("L2Distance<int>"))
 
 
 def truth_quantile(sorted_vals, r):
@@ -132,8 +153,9 @@ def row_name(r, kind):
     return "p%s %s" % (format(100 * r, "g"), kind)
 
 
-def measure(setting, values, reps, steps=CANDIDATE_STEPS):
-    """Squared errors per row (and noise) over reps repetitions."""
+def measure(setting, values, cats, reps, steps=CANDIDATE_STEPS, quantiles=True):
+    """Squared errors per row (and noise) over reps repetitions; the
+    quantile rows (the costly ones) only if quantiles."""
     eps, delta, bound = setting["Epsilon"], setting["Delta"], setting["Bound"]
     clamped = [min(max(v, LOWER), UPPER) for v in values]
     sorted_vals = sorted(clamped)
@@ -144,9 +166,11 @@ def measure(setting, values, reps, steps=CANDIDATE_STEPS):
     clamp = dp.t.make_clamp(dom, met, bounds=(LOWER, UPPER))
     count = noise_measurements(dp.t.make_count(dom, met), eps, delta, bound)
     total = noise_measurements(clamp >> dp.t.then_sum(), eps, delta, bound)
+    hist = histogram_measurements(eps, delta, bound)
+    true_hist = [float(cats.count(c)) for c in CATEGORIES]
     ranks = [0.5, 0.9, 0.99]
     candidates = [LOWER + i * (UPPER - LOWER) / steps for i in range(steps + 1)]
-    quant = {
+    quant = {} if not quantiles else {
         r: calibrate(
             lambda s, r=r: clamp >> dp.m.then_private_quantile(dp.max_divergence(), candidates=candidates, alpha=r, scale=s),
             bound, eps / len(ranks))[0]
@@ -156,7 +180,8 @@ def measure(setting, values, reps, steps=CANDIDATE_STEPS):
     # the integer count is the discrete Laplace (P(k) ∝ e^{−|k|/s}), on
     # the float sum the Laplace (√2·s), as dpstream's "by its scale".
     expected = {("count", "laplace"): discrete_laplace_rmse(count["laplace"][1]),
-                ("sum", "laplace"): math.sqrt(2) * total["laplace"][1]}
+                ("sum", "laplace"): math.sqrt(2) * total["laplace"][1],
+                ("histogram cell", "laplace"): discrete_laplace_rmse(hist["laplace"][1])}
 
     sq = {}
     def put(row, kind, err):
@@ -167,6 +192,10 @@ def measure(setting, values, reps, steps=CANDIDATE_STEPS):
             put("count", kind, m(values) - true_count)
         for kind, (m, _) in total.items():
             put("sum", kind, m(values) - true_sum)
+        for kind, (m, _) in hist.items():
+            # The row is the cells' mean squared error, as the Go harness's.
+            cells = m(cats)
+            put("histogram cell", kind, math.sqrt(sum((x - t) ** 2 for x, t in zip(cells, true_hist)) / len(cells)))
         for r, m in quant.items():
             x = m(values)
             put(row_name(r, "rank"), "exponential", rank_error(sorted_vals, r, x))
@@ -200,13 +229,14 @@ def main():
         name = s["Name"]
         if only and name not in only:
             continue
-        values = read_events(os.path.join(args.data_dir, name + ".csv"))
+        values, cats = read_events(os.path.join(args.data_dir, name + ".csv"))
         if len(values) != s["events"]:
             sys.exit("opendp_bench: %s.csv has %d events, the JSON says %d (another seed?)" % (name, len(values), s["events"]))
         reps = args.reps or DEFAULT_REPS.get(name, 200) // (10 if args.short else 1)
         t0 = time.time()
         reps = max(2, reps)
-        sq, expected = measure(s, values, reps, args.candidate_steps)
+        quantiles = any(r["row"].startswith("p") for r in s["rows"])  # the Go run's -aggregates
+        sq, expected = measure(s, values, cats, reps, args.candidate_steps, quantiles)
         print("opendp_bench: %s: %d repetitions in %.1fs" % (name, reps, time.time() - t0), file=sys.stderr)
         dprows = {r["row"]: r for r in s["rows"]}
         for row, kinds in sq.items():

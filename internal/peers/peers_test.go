@@ -200,3 +200,61 @@ func TestDpstreamCount(t *testing.T) {
 		t.Errorf("dpstream count RMSE = %.4f, want %.4f ± %.0f%%", st.RMSE, want, 100*tol)
 	}
 }
+
+// TestConfigBound checks that the harness gives dpstream the settings'
+// per-unit total bound (bounds.max_contributions = Setting.Bound, the
+// neighbouring relation: a unit has at most Bound events in all) with
+// -bound total, the default, and leaves it unset with -bound cell; both
+// configurations validate.
+func TestConfigBound(t *testing.T) {
+	for _, s := range Settings {
+		for _, c := range []struct {
+			bound string
+			want  int
+		}{{BoundTotal, s.Bound}, {BoundCell, 0}} {
+			cfg := dpstreamConfig(s, "histogram", dpRun{quantiles: "auto", bound: c.bound}, []string{"127.0.0.1:1"}, "in", "peers")
+			if got := cfg.Bounds.MaxContributions; got != c.want {
+				t.Errorf("%s -bound %s: bounds.max_contributions = %d, want %d", s.Name, c.bound, got, c.want)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%s -bound %s: %v", s.Name, c.bound, err)
+			}
+		}
+	}
+	if _, err := run(context.Background(), options{settings: []string{"S1"}, dp: dpRun{bound: "cells"}}, io.Discard); err == nil {
+		t.Error("run accepted -bound cells")
+	}
+}
+
+// TestDpstreamHistogramBound checks the histogram's noise scale on
+// dpstream's release path at S2's bounds and budget (at most 5 events per
+// unit over 4 cells, ε = 0.5, δ = 0: discrete Laplace of scale L1/ε): 10
+// under the total bound (L1 = 5), 40 under the per-cell bounds alone
+// (L1 = 4 × 5). The scale is rounded towards more noise (DESIGN §2), so
+// the tolerance is relative 1e-9. Skipped with -short (seconds).
+func TestDpstreamHistogramBound(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the operator on a fake broker")
+	}
+	s := Settings[1]
+	s.Units = 50
+	d, err := Generate(s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for bound, want := range map[string]float64{BoundTotal: 10, BoundCell: 40} {
+		rels, err := runDpstream(context.Background(), d, dpRun{aggregates: []string{"histogram"}, quantiles: "auto", bound: bound}, 2, 1, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rels["histogram"] {
+			_, nz, err := dpstreamErrors(&r, &d.Truth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if nz.Mechanism != "discrete-laplace" || math.Abs(nz.Scale/want-1) > 1e-9 {
+				t.Errorf("-bound %s: histogram noise %+v, want discrete-laplace of scale %g", bound, nz, want)
+			}
+		}
+	}
+}
