@@ -207,6 +207,36 @@ func (c Config) Validate() error {
 	default:
 		wholeMs("allowed lateness", c.AllowedLateness)
 	}
+	c.validateAggregates(bad)
+	if c.MaxContributions < 0 || c.MaxContributions > MaxPerBucketLimit {
+		bad("max contributions must be in [0, %d] (0: unset), got %d", MaxPerBucketLimit, c.MaxContributions)
+	}
+	if c.MaxUnits < 0 {
+		bad("max units must not be negative (0: no cap)")
+	}
+	if c.MaxOpenGroups < 0 {
+		bad("max open groups must not be negative (0: no cap)")
+	} else if c.MaxOpenGroups > 0 && !c.EventLevel {
+		bad("max open groups applies to event-level privacy only; with units, open groups are bounded by max units × max groups")
+	}
+	if c.MaxOpenWindows < 0 {
+		bad("max open windows must not be negative (0: no cap)")
+	}
+	switch {
+	case c.MaxSkew < 0:
+		bad("max skew must not be negative (0: off)")
+	case c.MaxSkew > maxDuration:
+		bad("max skew must be at most %v", maxDuration)
+	default:
+		wholeMs("max skew", c.MaxSkew)
+	}
+	return errors.Join(errs...)
+}
+
+// validateAggregates is the part of Validate about the aggregates: at
+// least one, the quantile tree's shape, the histogram's and the values'
+// bounds and the clamping range. bad records a problem.
+func (c Config) validateAggregates(bad func(format string, args ...any)) {
 	if !c.Histogram && !c.Count && !c.Sum && !c.Mean && !c.Units && !c.Variance && !c.Quantiles {
 		bad("at least one aggregate (histogram, count, sum, mean, units, variance, quantiles) is required")
 	}
@@ -251,29 +281,6 @@ func (c Config) Validate() error {
 			bad("lower must be below upper")
 		}
 	}
-	if c.MaxContributions < 0 || c.MaxContributions > MaxPerBucketLimit {
-		bad("max contributions must be in [0, %d] (0: unset), got %d", MaxPerBucketLimit, c.MaxContributions)
-	}
-	if c.MaxUnits < 0 {
-		bad("max units must not be negative (0: no cap)")
-	}
-	if c.MaxOpenGroups < 0 {
-		bad("max open groups must not be negative (0: no cap)")
-	} else if c.MaxOpenGroups > 0 && !c.EventLevel {
-		bad("max open groups applies to event-level privacy only; with units, open groups are bounded by max units × max groups")
-	}
-	if c.MaxOpenWindows < 0 {
-		bad("max open windows must not be negative (0: no cap)")
-	}
-	switch {
-	case c.MaxSkew < 0:
-		bad("max skew must not be negative (0: off)")
-	case c.MaxSkew > maxDuration:
-		bad("max skew must be at most %v", maxDuration)
-	default:
-		wholeMs("max skew", c.MaxSkew)
-	}
-	return errors.Join(errs...)
 }
 
 // valued reports whether an aggregate needs the events' values (clamped
