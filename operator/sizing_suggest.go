@@ -1,16 +1,16 @@
 package operator
 
+// sizing_suggest.go is the part of sizing.go that searches for changes:
+// Sizing.Suggest and the single changes it evaluates (more units, a longer
+// window, a larger ε, tighter bounds, public groups), each with the plan
+// `run` would calibrate.
+
 import (
 	"fmt"
 	"math"
 	"strconv"
 	"time"
 )
-
-// sizing_suggest.go is the part of sizing.go that searches for changes:
-// Sizing.Suggest and the single changes it evaluates (more units, a longer
-// window, a larger ε, tighter bounds, public groups), each with the plan
-// `run` would calibrate.
 
 // Suggest fills s.Target and s.Suggestions: for the configuration c whose
 // sizing s is, each single change that reaches the target relative
