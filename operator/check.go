@@ -244,7 +244,32 @@ func checkGroup(ctx context.Context, cl *clients, group string, inputs map[strin
 			req.Topics[t] = append(req.Topics[t], p.ID)
 		}
 	}
-	res, err := cl.client.OffsetFetch(ctx, req)
+	var err error
+	for {
+		err = offsetFetchError(cl.client.OffsetFetch(ctx, req))
+		// A group's coordinator can be moving or loading (on a fresh
+		// cluster, __consumer_offsets is created by this very request):
+		// retriable, so ask again until the timeout.
+		if !errors.Is(err, kafka.NotCoordinatorForGroup) && !errors.Is(err, kafka.GroupCoordinatorNotAvailable) &&
+			!errors.Is(err, kafka.GroupLoadInProgress) || !sleep(ctx, coordinatorRetry) {
+			break
+		}
+	}
+	if err != nil {
+		return CheckResult{CheckFail, name, "cannot read its offsets (the principal needs Read on the group): " + timeoutText(ctx, err, timeout)}
+	}
+	return CheckResult{CheckOK, name, "its committed offsets can be read"}
+}
+
+// coordinatorRetry is the pause before asking again for a group's offsets
+// when its coordinator is not ready (a quarter second: a coordinator
+// loads in well under a second on a small cluster; the check's --timeout
+// bounds the whole).
+const coordinatorRetry = 250 * time.Millisecond
+
+// offsetFetchError is the first error of an OffsetFetch answer: the
+// request's, the response's, or a partition's.
+func offsetFetchError(res *kafka.OffsetFetchResponse, err error) error {
 	if err == nil {
 		err = res.Error
 	}
@@ -255,10 +280,7 @@ func checkGroup(ctx context.Context, cl *clients, group string, inputs map[strin
 			}
 		}
 	}
-	if err != nil {
-		return CheckResult{CheckFail, name, "cannot read its offsets (the principal needs Read on the group): " + timeoutText(ctx, err, timeout)}
-	}
-	return CheckResult{CheckOK, name, "its committed offsets can be read"}
+	return err
 }
 
 // resTopics is res.Topics, nil when res is nil.
