@@ -137,35 +137,12 @@ start() {
     local i
     for i in $(seq 1 20); do [ -s "$pidfile" ] && break; sleep 0.1; done
   fi
-  local deadline=$((SECONDS + wait_s))
-  until rest_ok; do
-    if ! pid_alive; then
-      say "the worker exited during start-up; last lines of $logfile:"
-      tail -n 30 "$logfile" >&2 || true
-      tail -n 10 "$here/connect.stdout.log" >&2 || true
-      rm -f "$pidfile"
-      exit 1
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      say "the worker's REST API did not answer on $rest within ${wait_s}s; see $logfile"
-      exit 1
-    fi
-    sleep 1
-  done
+  await_ready "the worker" "did not answer on $rest (its REST API)" "$here/connect.stdout.log" rest_ok
   say "ready (pid $(cat "$pidfile"))"
   echo "$rest"
 }
 
-stop() {
-  if ! pid_alive; then
-    rm -f "$pidfile"
-    say "not running"
-    return 0
-  fi
-  say "stopping the worker (pid $(cat "$pidfile"))"
-  kill_broker "$(cat "$pidfile")"
-  rm -f "$pidfile"
-}
+stop() { stop_process "the worker"; }
 
 case "${1:-}" in
 start) start ;;

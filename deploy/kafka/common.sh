@@ -80,6 +80,47 @@ api_versions_ok() {
     kafka.admin.BrokerApiVersionsCommand --bootstrap-server "$3" >/dev/null 2>&1
 }
 
+# await_ready WHAT MISSING STDOUT CHECK...: after a start, waits until the
+# command CHECK... succeeds, polling every half second. If the process of
+# $pidfile exits first, says so with the last lines of $logfile (and of
+# STDOUT, a file, unless empty) and exits 1; after $wait_s seconds, says
+# "WHAT MISSING within …" and exits 1. The callers' say, $logfile,
+# $pidfile and $wait_s are used as they are.
+await_ready() {
+  local what="$1" missing="$2" out="$3" deadline=$((SECONDS + wait_s))
+  shift 3
+  until "$@"; do
+    if ! pid_alive; then
+      say "$what exited during start-up; last lines of $logfile:"
+      tail -n 30 "$logfile" >&2 || true
+      if [ -n "$out" ]; then tail -n 10 "$out" >&2 || true; fi
+      rm -f "$pidfile"
+      exit 1
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      say "$what $missing within ${wait_s}s; see $logfile"
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+# stop_process WHAT: stops the process of $pidfile (kill_broker) and
+# removes the file; "not running" if there is none.
+stop_process() {
+  if ! pid_alive; then
+    rm -f "$pidfile"
+    say "not running"
+    return 0
+  fi
+  local pid
+  pid="$(cat "$pidfile")"
+  say "stopping $1 (pid $pid)"
+  kill_broker "$pid"
+  rm -f "$pidfile"
+  say "stopped"
+}
+
 # kill_broker PID: SIGTERM, then SIGKILL if it still runs after 30 s (a
 # clean shutdown of a test broker takes a few seconds).
 kill_broker() {

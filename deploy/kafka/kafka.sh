@@ -115,20 +115,7 @@ start() {
     echo $! >"$pidfile"
   fi
   local deadline=$((SECONDS + wait_s))
-  until port_open "$port"; do
-    if ! pid_alive; then
-      say "the broker exited during start-up; last lines of $logfile:"
-      tail -n 30 "$logfile" >&2 || true
-      tail -n 10 "$here/kafka.stdout.log" >&2 || true
-      rm -f "$pidfile"
-      exit 1
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      say "the broker did not open $bootstrap within ${wait_s}s; see $logfile"
-      exit 1
-    fi
-    sleep 0.5
-  done
+  await_ready "the broker" "did not open $bootstrap" "$here/kafka.stdout.log" port_open "$port"
   until metadata_ok; do
     if ! pid_alive; then
       say "the broker exited during start-up; see $logfile"

@@ -62,6 +62,8 @@ say() { echo "secure.sh: $*" >&2; }
 # metadata_ok: the broker answers an ApiVersions round trip on the internal
 # plaintext listener (see common.sh).
 metadata_ok() { api_versions_ok "$lib" "$dir" "$host:$p_internal"; }
+# internal_ready: the internal listener is open and answers a metadata request.
+internal_ready() { port_open "$p_internal" && metadata_ok; }
 
 # gen_certs writes, into $certs: ca.pem (the test CA), server.pem (key +
 # chain, the broker's PEM keystore), client.pem/client.key (signed by the
@@ -239,20 +241,7 @@ start() {
       >>"$logfile" 2>&1 </dev/null &
     echo $! >"$pidfile"
   fi
-  local deadline=$((SECONDS + wait_s))
-  until port_open "$p_internal" && metadata_ok; do
-    if ! pid_alive; then
-      say "the broker exited during start-up; last lines of $logfile:"
-      tail -n 30 "$logfile" >&2 || true
-      rm -f "$pidfile"
-      exit 1
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      say "the broker did not answer on $host:$p_internal within ${wait_s}s; see $logfile"
-      exit 1
-    fi
-    sleep 0.5
-  done
+  await_ready "the broker" "did not answer on $host:$p_internal" "" internal_ready
   say "ready"
   echo "$dir/broker.json"
 }

@@ -87,20 +87,7 @@ start() {
       -jar "$runner" >>"$logfile" 2>&1 </dev/null &
     echo $! >"$pidfile"
   fi
-  local deadline=$((SECONDS + wait_s))
-  until ready; do
-    if ! pid_alive; then
-      say "the registry exited during start-up; last lines of $logfile:"
-      tail -n 30 "$logfile" >&2 || true
-      rm -f "$pidfile"
-      exit 1
-    fi
-    if [ "$SECONDS" -ge "$deadline" ]; then
-      say "the registry did not answer $url/subjects within ${wait_s}s; see $logfile"
-      exit 1
-    fi
-    sleep 0.5
-  done
+  await_ready "the registry" "did not answer $url/subjects" "" ready
   if [ "$(cat "/proc/$(cat "$pidfile")/comm" 2>/dev/null)" != java ]; then
     say "warning: pid $(cat "$pidfile") is not the JVM"
   fi
@@ -108,19 +95,7 @@ start() {
   echo "$url"
 }
 
-stop() {
-  if ! pid_alive; then
-    rm -f "$pidfile"
-    say "not running"
-    return 0
-  fi
-  local pid
-  pid="$(cat "$pidfile")"
-  say "stopping the registry (pid $pid)"
-  kill_broker "$pid"
-  rm -f "$pidfile"
-  say "stopped"
-}
+stop() { stop_process "the registry"; }
 
 status() {
   if pid_alive; then
