@@ -103,6 +103,19 @@ start_with() {
   echo "$2=$out"
 }
 
+# use_or_start WHAT VAR SCRIPT STARTED DETAIL: a server given in the
+# environment (VAR set) is used as it is; otherwise SCRIPT, if present, is
+# started as a step ("start WHAT (SCRIPT, DETAIL)") and VAR exported as what
+# it printed (start_with).
+use_or_start() {
+  local what="$1" var="$2" script="$3" started="$4" detail="$5"
+  if [ -n "${!var:-}" ]; then
+    echo "=== test.sh: using $what of $var=${!var}"
+  elif [ -x "$script" ]; then
+    step "start $what ($script, $detail)" start_with "$script" "$var" "$started"
+  fi
+}
+
 # The development broker (deploy/kafka/kafka.sh) on 127.0.0.1 at
 # DPSTREAM_KAFKA_PORT (default 9092): the address the tests get is the one
 # kafka.sh prints. Brokers given in the environment (DPSTREAM_TEST_BROKERS,
@@ -110,24 +123,16 @@ start_with() {
 # checkout's scripts did not start and would refuse to share the ports
 # with) are used as they are. A broker that does not start is a failed
 # step; the broker tests then skip, and every other step still runs.
-if [ -n "${DPSTREAM_TEST_BROKERS:-}" ]; then
-  echo "=== test.sh: using the brokers of DPSTREAM_TEST_BROKERS=$DPSTREAM_TEST_BROKERS"
-elif [ -x deploy/kafka/kafka.sh ]; then
-  step "start the broker (deploy/kafka/kafka.sh, port ${DPSTREAM_KAFKA_PORT:-9092})" \
-    start_with deploy/kafka/kafka.sh DPSTREAM_TEST_BROKERS started_broker
-fi
+use_or_start "the broker" DPSTREAM_TEST_BROKERS deploy/kafka/kafka.sh started_broker \
+  "port ${DPSTREAM_KAFKA_PORT:-9092}"
 
 # The TLS/SASL test broker (deploy/kafka/secure.sh): a second broker on
 # 127.0.0.1, six ports from DPSTREAM_SECURE_KAFKA_PORT (default 9192-9197),
 # fresh certificates and users at every start, for the operator's
 # TestKafkaSecurity and TestKafkaMissingTopic (~9 s to start). Its
 # addresses are in the broker.json it prints.
-if [ -n "${DPSTREAM_TEST_SECURE_BROKER:-}" ]; then
-  echo "=== test.sh: using the TLS/SASL broker of DPSTREAM_TEST_SECURE_BROKER=$DPSTREAM_TEST_SECURE_BROKER"
-elif [ -x deploy/kafka/secure.sh ]; then
-  step "start the TLS/SASL broker (deploy/kafka/secure.sh, ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192})" \
-    start_with deploy/kafka/secure.sh DPSTREAM_TEST_SECURE_BROKER started_secure
-fi
+use_or_start "the TLS/SASL broker" DPSTREAM_TEST_SECURE_BROKER deploy/kafka/secure.sh started_secure \
+  "ports from ${DPSTREAM_SECURE_KAFKA_PORT:-9192}"
 
 # Kafka Connect and PostgreSQL, for the walkthrough's Connect variant
 # (cmd/dpstream TestKafkaConnectPostgres: dpstream's JSON releases through
@@ -139,29 +144,19 @@ fi
 # their URLs in DPSTREAM_TEST_CONNECT and DPSTREAM_TEST_POSTGRES; given in
 # the environment, they are used as they are. A start that fails is a
 # failed step, and the test then skips.
-if [ -n "${DPSTREAM_TEST_CONNECT:-}" ]; then
-  echo "=== test.sh: using the Kafka Connect worker of DPSTREAM_TEST_CONNECT=$DPSTREAM_TEST_CONNECT"
-elif [ -n "${DPSTREAM_TEST_BROKERS:-}" ] && [ -x deploy/connect/connect.sh ]; then
+if [ -n "${DPSTREAM_TEST_CONNECT:-}" ] || [ -n "${DPSTREAM_TEST_BROKERS:-}" ]; then
   export DPSTREAM_CONNECT_BOOTSTRAP="${DPSTREAM_TEST_BROKERS%%,*}"
-  step "start Kafka Connect (deploy/connect/connect.sh, port ${DPSTREAM_CONNECT_PORT:-58083})" \
-    start_with deploy/connect/connect.sh DPSTREAM_TEST_CONNECT started_connect
+  use_or_start "Kafka Connect" DPSTREAM_TEST_CONNECT deploy/connect/connect.sh started_connect \
+    "port ${DPSTREAM_CONNECT_PORT:-58083}"
 fi
-if [ -n "${DPSTREAM_TEST_POSTGRES:-}" ]; then
-  echo "=== test.sh: using the PostgreSQL server of DPSTREAM_TEST_POSTGRES=$DPSTREAM_TEST_POSTGRES"
-elif [ -x deploy/postgres/pg.sh ]; then
-  step "start PostgreSQL (deploy/postgres/pg.sh, port ${DPSTREAM_PG_PORT:-55432})" \
-    start_with deploy/postgres/pg.sh DPSTREAM_TEST_POSTGRES started_pg
-fi
+use_or_start "PostgreSQL" DPSTREAM_TEST_POSTGRES deploy/postgres/pg.sh started_pg \
+  "port ${DPSTREAM_PG_PORT:-55432}"
 # The schema registry (deploy/registry/registry.sh: Apicurio Registry
 # 2.6.13.Final, in memory, 127.0.0.1 at DPSTREAM_REGISTRY_PORT, default
 # 8081) for the framed Avro test (operator TestKafkaRegistryAvro): ~140 MB
 # from Maven Central once, then ready in ~10-20 s on the loaded machine.
-if [ -n "${DPSTREAM_TEST_REGISTRY:-}" ]; then
-  echo "=== test.sh: using the schema registry of DPSTREAM_TEST_REGISTRY=$DPSTREAM_TEST_REGISTRY"
-elif [ -x deploy/registry/registry.sh ]; then
-  step "start the schema registry (deploy/registry/registry.sh, port ${DPSTREAM_REGISTRY_PORT:-8081})" \
-    start_with deploy/registry/registry.sh DPSTREAM_TEST_REGISTRY started_registry
-fi
+use_or_start "the schema registry" DPSTREAM_TEST_REGISTRY deploy/registry/registry.sh started_registry \
+  "port ${DPSTREAM_REGISTRY_PORT:-8081}"
 
 # The Python consumer example (examples/python) is tested against the broker
 # (internal/demo TestKafkaPythonConsumer): install its requirements into a
