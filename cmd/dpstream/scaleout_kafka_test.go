@@ -101,6 +101,7 @@ func spreadUnits(s *demo.Stream) int {
 // must equal the reference's as a set of (key, bytes), with every key
 // exactly once.
 func TestKafkaScaleOutChaos(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
