@@ -221,7 +221,7 @@ func FuzzDecodeFramedAvro(f *testing.F) {
 		var e Event
 		err := d.Decode(msg, &e)
 		checkResult(t, d, &e, err)
-		if len(msg) >= avroHeader && msg[0] == 0 && msg[1]|msg[2]|msg[3] == 0 && msg[4] == 2 && ReasonOf(err) != ReasonSchemaMismatch {
+		if len(msg) >= framedHeader && msg[0] == 0 && msg[1]|msg[2]|msg[3] == 0 && msg[4] == 2 && ReasonOf(err) != ReasonSchemaMismatch {
 			t.Fatalf("schema 2: %v, want schema_mismatch", err)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 // fakeRegistry serves schemas by id and counts fetches and reports.
 type fakeRegistry struct {
 	mu       sync.Mutex
+	typ      string // the schemaType of every schema ("" for Avro)
 	schemas  map[uint32]string
 	down     map[uint32]bool // ids whose fetch fails (registry unreachable)
 	fetches  map[uint32]int
@@ -22,18 +23,18 @@ func newFakeRegistry(schemas map[uint32]string) *fakeRegistry {
 	return &fakeRegistry{schemas: schemas, down: map[uint32]bool{}, fetches: map[uint32]int{}, reported: map[uint32][]error{}}
 }
 
-func (f *fakeRegistry) fetch(id uint32) (string, error) {
+func (f *fakeRegistry) fetch(id uint32) (RegisteredSchema, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetches[id]++
 	if f.down[id] {
-		return "", errors.New("connection refused")
+		return RegisteredSchema{}, errors.New("connection refused")
 	}
 	s, ok := f.schemas[id]
 	if !ok {
-		return "", fmt.Errorf("%w: %d", ErrUnknownSchema, id)
+		return RegisteredSchema{}, fmt.Errorf("%w: %d", ErrUnknownSchema, id)
 	}
-	return s, nil
+	return RegisteredSchema{Type: f.typ, Schema: s}, nil
 }
 
 func (f *fakeRegistry) report(id uint32, err error) {
@@ -51,7 +52,7 @@ func framedConfig() Config {
 
 // frame prefixes an Avro record with the magic byte and schema id.
 func frame(id uint32, rec []byte) []byte {
-	return append(binary.BigEndian.AppendUint32([]byte{avroMagic}, id), rec...)
+	return append(binary.BigEndian.AppendUint32([]byte{framedMagic}, id), rec...)
 }
 
 // avroNoUnitSchema is avroTestSchema without user.id (the user record
