@@ -39,10 +39,12 @@ const testAvroNoRegion = `{"type": "record", "name": "Reading", "namespace": "dp
  {"name": "ts", "type": "long"}, {"name": "user", "type": "string"},
  {"name": "cat", "type": "string"}, {"name": "v", "type": "double"}]}`
 
-// registerSchema registers schemaJSON under subject and returns its id.
-func registerSchema(t *testing.T, url, subject, schemaJSON string) uint32 {
+// registerSchema registers the schema text of schemaType (AVRO,
+// PROTOBUF) under subject, with references (nil or
+// [{name, subject, version}]), and returns its id.
+func registerSchema(t *testing.T, url, subject, schemaType, text string, refs []map[string]any) uint32 {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"schema": schemaJSON})
+	body, _ := json.Marshal(map[string]any{"schema": text, "schemaType": schemaType, "references": refs})
 	resp, err := http.Post(url+"/subjects/"+subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +89,8 @@ func TestKafkaRegistryAvro(t *testing.T) {
 	cl := testClients(t, brokers)
 	in, out := uniqueName("dpstream-avro-in"), uniqueName("dpstream-avro-out")
 	createTopic(t, cl, in, 1)
-	id := registerSchema(t, url, in+"-value", testAvroSchema)
-	idNoRegion := registerSchema(t, url, in+"-other-value", testAvroNoRegion)
+	id := registerSchema(t, url, in+"-value", "AVRO", testAvroSchema, nil)
+	idNoRegion := registerSchema(t, url, in+"-other-value", "AVRO", testAvroNoRegion, nil)
 
 	s := genStream(23, 3, 30)
 	c := testConfig(brokers, in, out, uniqueName("dpstream-avro"))
@@ -131,14 +133,19 @@ func TestKafkaRegistryAvro(t *testing.T) {
 	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(avroMsgs)) {
 		t.Errorf("events_in_total = %v, want %d", got, len(avroMsgs))
 	}
+	if errs := errorLines(logs.String()); len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
+		!strings.Contains(errs[0], strconv.FormatUint(uint64(idNoRegion), 10)) {
+		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, idNoRegion)
+	}
+}
+
+// errorLines returns the ERROR lines of a log (text or JSON handler).
+func errorLines(log string) []string {
 	var errs []string
-	for _, line := range strings.Split(logs.String(), "\n") {
+	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "level=ERROR") {
 			errs = append(errs, line)
 		}
 	}
-	if len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
-		!strings.Contains(errs[0], strconv.FormatUint(uint64(idNoRegion), 10)) {
-		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, idNoRegion)
-	}
+	return errs
 }
