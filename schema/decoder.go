@@ -97,6 +97,7 @@ type Decoder struct {
 	schemas *Schemas
 	byID    map[uint32]schemaEntry
 	pbByKey map[pbKey]pbBound
+	pbLast  pbLast
 }
 
 // NewDecoder validates cfg and returns a Decoder for it. With framed Avro

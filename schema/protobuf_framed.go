@@ -98,6 +98,9 @@ func (d *Decoder) scanFramedProto(id uint32, ps *pbSchema, b []byte) Reason {
 			return ReasonMalformed
 		}
 	}
+	if l := &d.pbLast; l.ok && l.key.id == id && l.key.idx == string(b[:k]) {
+		return d.scanProto(l.bound.plan, b[k:]) // the common case: as the last message
+	}
 	key := pbKey{id, string(b[:k])}
 	bound, ok := d.pbByKey[key]
 	if !ok {
@@ -116,7 +119,16 @@ func (d *Decoder) scanFramedProto(id uint32, ps *pbSchema, b []byte) Reason {
 	if bound.plan == nil {
 		return bound.reason
 	}
+	d.pbLast = pbLast{key: key, bound: bound, ok: true}
 	return d.scanProto(bound.plan, b[k:])
+}
+
+// pbLast is a Decoder's last usable message type (the id and indexes of
+// one topic's messages rarely change), looked up before pbByKey.
+type pbLast struct {
+	key   pbKey
+	bound pbBound
+	ok    bool
 }
 
 // pbIndexLen returns the length in bytes of the message indexes at the

@@ -86,16 +86,42 @@ type pbPlan struct {
 	// implicit are the indices in steps of the implicit-presence fields
 	// (given their zero value when the message lacks them).
 	implicit []int
+	// byNum[num] is 1 + the index in steps of field number num, or 0,
+	// for the numbers below len(byNum) (pbDirectNumbers at most); larger
+	// numbers are searched in steps.
+	byNum []uint8
 }
+
+// pbDirectNumbers bounds the field numbers a pbPlan looks up in a table
+// rather than by a search: 256 bytes per message on a configured path,
+// and the numbers of most messages' fields are below it.
+const pbDirectNumbers = 256
 
 // step returns the configured field numbered num, or nil.
 func (p *pbPlan) step(num protowire.Number) *pbStep {
+	if uint64(num) < uint64(len(p.byNum)) {
+		if i := p.byNum[num]; i > 0 {
+			return &p.steps[i-1]
+		}
+		return nil
+	}
 	for i := range p.steps {
 		if p.steps[i].num == num {
 			return &p.steps[i]
 		}
 	}
 	return nil
+}
+
+// index fills byNum (steps fit in a uint8: a node has at most one key
+// per configured field, and there are at most MaxGroupBy+4 fields).
+func (p *pbPlan) index() {
+	p.byNum = make([]uint8, pbDirectNumbers)
+	for i, st := range p.steps {
+		if st.num < pbDirectNumbers {
+			p.byNum[st.num] = uint8(i + 1)
+		}
+	}
 }
 
 // compileProto compiles the .proto text (and the files it imports: refs,
@@ -199,6 +225,7 @@ func (d *Decoder) bindMessage(md protoreflect.MessageDescriptor, ni int, found [
 		}
 		p.steps = append(p.steps, st)
 	}
+	p.index()
 	return p
 }
 

@@ -118,21 +118,6 @@ func pbReading(t testing.TB, js string) []byte {
 	return encPB(t, pbDescriptor(t, pbTestSchema, "t.v1.Reading"), js)
 }
 
-// pbWithout returns pbTestJSON without the top-level field key.
-func pbWithout(t testing.TB, key string) []byte {
-	t.Helper()
-	m := dynamicpb.NewMessage(pbDescriptor(t, pbTestSchema, "t.v1.Reading"))
-	if err := protojson.Unmarshal([]byte(pbTestJSON), m); err != nil {
-		t.Fatal(err)
-	}
-	m.Clear(m.Descriptor().Fields().ByName(protoreflect.Name(key)))
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestProtobufDecodesLikeAvro: the typical Reading decodes to the event
 // of the same values in Avro (and so in JSON: TestAvroDecodesLikeJSON).
 func TestProtobufDecodesLikeAvro(t *testing.T) {
@@ -164,8 +149,8 @@ func TestProtobufReasons(t *testing.T) {
 		want  Reason
 		field string
 	}{
-		{"explicit presence absent (optional)", pbWithout(t, "amount"), ReasonMissingField, "amount"},
-		{"message on the unit's path absent", pbWithout(t, "user"), ReasonMissingField, "user.id"},
+		{"explicit presence absent (optional)", pbReadingWithout("amount"), ReasonMissingField, "amount"},
+		{"message on the unit's path absent", pbReadingWithout("user"), ReasonMissingField, "user.id"},
 		{"implicit presence absent unit: the empty string", pbReading(t, `{"meta": {"ts": "1"}, "user": {}, "page": "home", "amount": 1}`), ReasonMissingField, "user.id"},
 		{"unknown category", pbReading(t, strings.Replace(pbTestJSON, `"checkout"`, `"cart"`, 1)), ReasonUnknownCategory, "page"},
 		{"duplicate configured field (last would win in Protobuf)", append(valid[:len(valid):len(valid)], pbField(5, protowire.BytesType, str("home"))...), ReasonDuplicateField, ""},
@@ -199,7 +184,7 @@ func TestProtobufReasons(t *testing.T) {
 		"zero values":    {pbReading(t, `{"meta": {}, "user": {"id": "u"}, "device": {}, "page": "home", "amount": 0}`), "time=0 unit=\"u\" group=[\"\" \"ios\"] bucket=0 value=0 has_value=true"},
 		"no device":      {pbReading(t, `{"meta": {"ts": "5"}, "user": {"id": "u"}, "page": "home", "amount": 0}`), "skip missing_field field \"device.os\""},
 		"second enum":    {pbReading(t, strings.Replace(pbTestJSON, `"os": "ios"`, `"os": "android"`, 1)), "time=1714564800123 unit=\"u-1234567\" group=[\"DE\" \"android\"] bucket=2 value=12.5 has_value=true"},
-		"invalid UTF-8":  {cat(pbWithout(t, "country"), pbField(3, protowire.BytesType, str("D\xffE"))), "skip invalid_utf8 field \"country\""},
+		"invalid UTF-8":  {cat(pbReadingWithout("country"), pbField(3, protowire.BytesType, str("D\xffE"))), "skip invalid_utf8 field \"country\""},
 	} {
 		var e Event
 		if got := renderDecoded(&e, d.Decode(c.msg, &e)); got != c.want {
