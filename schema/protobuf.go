@@ -80,23 +80,23 @@ func (d *Decoder) pbField(st *pbStep, b []byte) (int, Reason) {
 	}
 	var u uint64
 	var n int
-	switch st.wire {
-	case protowire.VarintType:
+	switch {
+	case st.wire == protowire.VarintType:
 		u, n = protowire.ConsumeVarint(b)
-	case protowire.Fixed32Type:
+	case st.wire == protowire.Fixed32Type:
 		var x uint32
 		x, n = protowire.ConsumeFixed32(b)
 		u = uint64(x)
-	case protowire.Fixed64Type:
+	case st.wire == protowire.Fixed64Type:
 		u, n = protowire.ConsumeFixed64(b)
+	case st.kind == pbTimestamp:
+		return pbTimestampValue(b, v)
 	default: // a string
-		var s []byte
-		if s, n = protowire.ConsumeBytes(b); n >= 0 {
-			v.k, v.s = kStr, s
-		}
+		s, n := protowire.ConsumeBytes(b)
 		if n < 0 {
 			return n, ReasonMalformed
 		}
+		v.k, v.s = kStr, s
 		return n, ReasonNone
 	}
 	if n < 0 {
@@ -150,4 +150,61 @@ func (d *Decoder) pbZero(st *pbStep, v *scalar) {
 		return
 	}
 	pbScalar(st, 0, v)
+}
+
+// The range of a google.protobuf.Timestamp (timestamp.proto): seconds
+// from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z, nanos in [0, 1e9).
+const (
+	pbMinSeconds = -62135596800
+	pbMaxSeconds = 253402300799
+	pbNanos      = 1_000_000_000
+)
+
+// pbTimestampValue reads the google.protobuf.Timestamp message at the
+// start of b into v as a time in unix ms (nanos truncated to the
+// millisecond, as RFC 3339 fractions are) and returns its length. Its
+// seconds (1) and nanos (2) each at most once; other fields are skipped.
+func pbTimestampValue(b []byte, v *scalar) (int, Reason) {
+	m, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return n, ReasonMalformed
+	}
+	var secs, nanos int64
+	var seen [3]bool
+	for len(m) > 0 {
+		num, typ, k := protowire.ConsumeTag(m)
+		if k < 0 {
+			return n, ReasonMalformed
+		}
+		m = m[k:]
+		if num != 1 && num != 2 {
+			if k = protowire.ConsumeFieldValue(num, typ, m); k < 0 {
+				return n, ReasonMalformed
+			}
+			m = m[k:]
+			continue
+		}
+		u, k := protowire.ConsumeVarint(m)
+		switch {
+		case typ != protowire.VarintType || k < 0:
+			return n, ReasonMalformed
+		case seen[num]:
+			return n, ReasonDuplicateField
+		}
+		seen[num], m = true, m[k:]
+		if num == 1 {
+			secs = int64(u)
+		} else {
+			nanos = int64(int32(u))
+		}
+	}
+	switch {
+	case nanos < 0 || nanos >= pbNanos:
+		v.k = kBadTime
+	case secs < pbMinSeconds || secs > pbMaxSeconds:
+		v.k, v.i = kTime, math.MinInt64 // outside every accepted range
+	default:
+		v.k, v.i = kTime, secs*1000+nanos/1_000_000
+	}
+	return n, ReasonNone
 }

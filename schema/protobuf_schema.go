@@ -45,8 +45,13 @@ const (
 	pbFloat
 	pbDouble
 	pbString
-	pbMessage // a descent: the configured fields lie below
+	pbTimestamp // a google.protobuf.Timestamp message, read as a time
+	pbMessage   // a descent: the configured fields lie below
 )
+
+// pbTimestampName is the well-known type of a time: seconds and nanos
+// since the epoch (google/protobuf/timestamp.proto).
+const pbTimestampName = "google.protobuf.Timestamp"
 
 // pbStep is one configured field of a message.
 type pbStep struct {
@@ -238,6 +243,13 @@ func (d *Decoder) pbLeaf(fd protoreflect.FieldDescriptor, st *pbStep) string {
 	case fd.IsList():
 		return "is repeated"
 	}
+	if fd.Kind() == protoreflect.MessageKind && fd.Message().FullName() == pbTimestampName {
+		st.kind, st.wire = pbTimestamp, protowire.BytesType
+		if d.fields[st.ref].roles != roleTime {
+			return "is " + pbTimestampName + ", which only time_field reads"
+		}
+		return ""
+	}
 	kind, ok := pbKinds[fd.Kind()]
 	if !ok {
 		return "is " + fd.Kind().String() + ", not a scalar"
@@ -254,6 +266,10 @@ func (d *Decoder) pbLeaf(fd protoreflect.FieldDescriptor, st *pbStep) string {
 	switch {
 	case roles&roleTime != 0 && !numeric && kind != pbString:
 		return "is " + fd.Kind().String() + ", not a number or string (time_field)"
+	case roles&roleTime != 0 && numeric && d.cfg.TimeFormat == TimeRFC3339:
+		return "is " + fd.Kind().String() + ", not a string (time_field with time_format rfc3339)"
+	case roles&roleTime != 0 && kind == pbString && d.cfg.TimeFormat != TimeRFC3339 && d.cfg.TimeFormat != TimeAuto:
+		return "is string, not a number (time_field with time_format " + string(d.cfg.TimeFormat) + ")"
 	case roles&roleUnit != 0 && !text:
 		return "is " + fd.Kind().String() + ", not a string, enum or integer (unit_field)"
 	case roles&roleGroup != 0 && !text && kind != pbBool:
@@ -289,7 +305,7 @@ func pbWire(k pbKind) protowire.Type {
 		return protowire.Fixed32Type
 	case pbFixed64, pbSfixed64, pbDouble:
 		return protowire.Fixed64Type
-	case pbString, pbMessage:
+	case pbString, pbTimestamp, pbMessage:
 		return protowire.BytesType
 	}
 	return protowire.VarintType

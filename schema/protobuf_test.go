@@ -268,6 +268,8 @@ func TestProtobufConfig(t *testing.T) {
 		}, []string{`field "page.x": t.v1.Reading.page is not a message`}},
 		{"float unit", func(c *Config) { c.UnitField = "score" }, []string{`field "score" is float, not a string, enum or integer (unit_field)`}},
 		{"bool time", func(c *Config) { c.TimeField = "flag" }, []string{`field "flag" is bool, not a number or string (time_field)`}},
+		{"int64 time as rfc3339", func(c *Config) { c.TimeFormat = TimeRFC3339 }, []string{`field "meta.ts" is int64, not a string (time_field with time_format rfc3339)`}},
+		{"string time as unix_ms", func(c *Config) { c.TimeField = "meta.source" }, []string{`field "meta.source" is string, not a number (time_field with time_format unix_ms)`}},
 		{"no such message", func(c *Config) { c.ProtobufMessage = "t.v1.Nope" }, []string{`protobuf_message: the schema defines no message "t.v1.Nope"`}},
 		{"syntax error", func(c *Config) { c.ProtobufSchema = "message {" }, []string{"protobuf_schema:", "syntax error"}},
 		{"no message", func(c *Config) { c.ProtobufMessage = "" }, []string{"format protobuf needs protobuf_schema and protobuf_message"}},
@@ -295,5 +297,49 @@ func TestProtobufConfig(t *testing.T) {
 	c.ProtobufMessage = ".t.v1.Reading" // a leading dot: fully qualified
 	if err := c.Validate(); err != nil {
 		t.Errorf("leading dot: %v", err)
+	}
+}
+
+// TestProtobufTimestamp: a google.protobuf.Timestamp time field is read
+// as a time (nanos truncated to the millisecond before them, as
+// google.golang.org/protobuf's protojson writes them), its bad values
+// are counted reasons, and no other role reads it.
+func TestProtobufTimestamp(t *testing.T) {
+	const schema = `syntax = "proto3";
+import "google/protobuf/timestamp.proto";
+message T { google.protobuf.Timestamp at = 1; string u = 2; }`
+	md := pbDescriptor(t, schema, "T")
+	cfg := Config{Format: FormatProtobuf, ProtobufSchema: schema, ProtobufMessage: "T", TimeField: "at", UnitField: "u", MinTime: -1e12}
+	d := mustDecoder(t, cfg)
+	ts := func(secs, nanos uint64) []byte {
+		var m []byte
+		m = append(pbField(1, protowire.VarintType, protowire.AppendVarint(nil, secs)), pbField(2, protowire.VarintType, protowire.AppendVarint(nil, nanos))...)
+		return append(pbField(1, protowire.BytesType, protowire.AppendBytes(nil, m)), pbField(2, protowire.BytesType, protowire.AppendString(nil, "u"))...)
+	}
+	neg := func(x int64) uint64 { return uint64(x) }
+	for _, c := range []struct {
+		name string
+		msg  []byte
+		want string
+	}{
+		{"RFC 3339 in JSON", encPB(t, md, `{"at": "2024-05-01T12:00:00.123999Z", "u": "u"}`), "time=1714564800123 "},
+		{"before the epoch", encPB(t, md, `{"at": "1969-12-31T23:59:59.500Z", "u": "u"}`), "time=-500 "},
+		{"the epoch: seconds and nanos absent", encPB(t, md, `{"at": "1970-01-01T00:00:00Z", "u": "u"}`), "time=0 "},
+		{"no timestamp", encPB(t, md, `{"u": "u"}`), `skip missing_field field "at"`},
+		{"negative nanos", ts(5, neg(-1)), `skip bad_time field "at"`},
+		{"nanos of a second", ts(5, 1e9), `skip bad_time field "at"`},
+		{"seconds beyond year 9999", ts(253402300800, 0), `skip time_out_of_range field "at"`},
+		{"seconds far before year 1", ts(neg(-1<<62), 0), `skip time_out_of_range field "at"`},
+		{"seconds twice", append(pbField(1, protowire.BytesType, protowire.AppendBytes(nil, append(pbField(1, protowire.VarintType, []byte{1}), pbField(1, protowire.VarintType, []byte{2})...))), pbField(2, protowire.BytesType, protowire.AppendString(nil, "u"))...), `skip duplicate_field field ""`},
+		{"seconds as fixed64", append(pbField(1, protowire.BytesType, protowire.AppendBytes(nil, pbField(1, protowire.Fixed64Type, make([]byte, 8)))), pbField(2, protowire.BytesType, protowire.AppendString(nil, "u"))...), `skip malformed field ""`},
+	} {
+		var e Event
+		if got := renderDecoded(&e, d.Decode(c.msg, &e)); !strings.HasPrefix(got, c.want) {
+			t.Errorf("%s: %s, want %s…", c.name, got, c.want)
+		}
+	}
+	cfg.GroupBy = []string{"at"}
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `field "at" is google.protobuf.Timestamp, which only time_field reads`) {
+		t.Errorf("a Timestamp group: %v", err)
 	}
 }
