@@ -7,20 +7,14 @@ package operator
 import (
 	"context"
 	"encoding/binary"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/bufbuild/protocompile"
-	"github.com/segmentio/kafka-go"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
 
-	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -109,14 +103,8 @@ func framedProto(t *testing.T, id uint32, idx []int64, md protoreflect.MessageDe
 // group-by field are skipped as schema_mismatch, with one ERROR naming
 // the field and the id.
 func TestKafkaRegistryProtobuf(t *testing.T) {
-	url := os.Getenv(envRegistry)
-	if url == "" {
-		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
-	}
-	brokers := kafkatest.Brokers(t)
-	cl := testClients(t, brokers)
-	in, out := uniqueName("dpstream-proto-in"), uniqueName("dpstream-proto-out")
-	createTopic(t, cl, in, 1)
+	url, c, cl := registryTest(t, "dpstream-proto")
+	in := c.Kafka.InputTopics[0]
 	const metaFile = "dpstream/common/meta.proto"
 	registerSchema(t, url, in+"-meta", "PROTOBUF", testProtoMeta, nil)
 	id := registerSchema(t, url, in+"-value", "PROTOBUF", testProtoSchema,
@@ -125,48 +113,9 @@ func TestKafkaRegistryProtobuf(t *testing.T) {
 	reading := protoMessage(t, "Reading", map[string]string{"r.proto": testProtoSchema, metaFile: testProtoMeta}, "r.proto")
 	noRegion := protoMessage(t, "Reading", map[string]string{"n.proto": testProtoNoRegion}, "n.proto")
 
-	s := genStream(29, 3, 30)
-	c := testConfig(brokers, in, out, uniqueName("dpstream-proto"))
-	c.Kafka.CreateTopics = true
-	c.Observability.SensitiveMetrics = true // the test reads the decode and skip counters
 	c.Schema.Format = schema.FormatProtobuf
-	c.Schema.Registry.URL = url
-	msgs := s.messages(0, c.Windows.AllowedLateness) // the events, then the sentinel
-	const mismatched = 3
-	var pbMsgs []kafka.Message
-	for i, m := range msgs {
-		e := testEvent{user: "sentinel", region: "north", cat: "a", time: testStreamEnd.Load() - testArrivalDelay}
-		if i < len(s.events) {
-			e = s.events[i]
-		}
-		m.Value = framedProto(t, id, []int64{1}, reading, e)
-		pbMsgs = append(pbMsgs, m)
-		if i == 0 {
-			for range mismatched {
-				m.Value = framedProto(t, idNoRegion, nil, noRegion, e)
-				pbMsgs = append(pbMsgs, m)
-			}
-		}
-	}
-	produce(t, brokers, in, pbMsgs)
-
-	op, pub, logs := newLoggedTestOperator(t, c)
-	if err := runUntil(t, op, testBase+2*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	rels, _ := readReleases(t, cl, out)
-	if n := checkReleases(t, s, c, rels); n != 72 {
-		t.Errorf("checked %d values, want 72", n)
-	}
-	reg := op.Registry()
-	if got := counter(t, reg, "dpstream_events_skipped_total", schema.ReasonSchemaMismatch.String()); got != mismatched {
-		t.Errorf("schema_mismatch skips = %v, want %d", got, mismatched)
-	}
-	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(pbMsgs)) {
-		t.Errorf("events_in_total = %v, want %d", got, len(pbMsgs))
-	}
-	if errs := errorLines(logs.String()); len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
-		!strings.Contains(errs[0], strconv.FormatUint(uint64(idNoRegion), 10)) {
-		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, idNoRegion)
-	}
+	checkRegistryRun(t, registryRun{c: c, s: genStream(29, 3, 30), cl: cl, idNoRegion: idNoRegion,
+		encode:   func(e testEvent) []byte { return framedProto(t, id, []int64{1}, reading, e) },
+		mismatch: func(e testEvent) []byte { return framedProto(t, idNoRegion, nil, noRegion, e) },
+	})
 }

@@ -92,49 +92,39 @@ func TestRegistryClient(t *testing.T) {
 	}
 }
 
-// TestLoadAvroSchemaFile: a file path in schema.avro_schema is read by the
-// loader (the schema package reads no files), and an unreadable one is a
-// config problem naming the setting; so is one in schema.protobuf_schema.
-func TestLoadAvroSchemaFile(t *testing.T) {
+// TestLoadSchemaFile: a file path in schema.avro_schema or
+// schema.protobuf_schema is read by the loader (the schema package reads
+// no files), and an unreadable one is a config problem naming the
+// setting.
+func TestLoadSchemaFile(t *testing.T) {
 	dir := t.TempDir()
-	avsc := filepath.Join(dir, "r.avsc")
-	const js = `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`
-	if err := os.WriteFile(avsc, []byte(js), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ path, want string }{{avsc, js}, {filepath.Join(dir, "missing.avsc"), ""}} {
-		file := filepath.Join(dir, "c.yaml")
-		yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
-			"schema:\n  format: avro\n  avro_schema: " + c.path + "\n  time_field: ts\n"
-		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+	for _, f := range []struct {
+		key, file, text, extra string
+		got                    func(Config) string
+	}{
+		{"avro_schema", "r.avsc", `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`,
+			"  format: avro\n", func(c Config) string { return c.Schema.AvroSchema }},
+		{"protobuf_schema", "r.proto", "syntax = \"proto3\";\nmessage R { int64 ts = 1; }\n",
+			"  format: protobuf\n  protobuf_message: R\n", func(c Config) string { return c.Schema.ProtobufSchema }},
+	} {
+		path := filepath.Join(dir, f.file)
+		if err := os.WriteFile(path, []byte(f.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Load(file, nil)
-		switch {
-		case c.want != "" && (err != nil || cfg.Schema.AvroSchema != js):
-			t.Errorf("%s: %v, avro_schema %q", c.path, err, cfg.Schema.AvroSchema)
-		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema.avro_schema")):
-			t.Errorf("%s: %v, want a problem naming schema.avro_schema", c.path, err)
-		}
-	}
-	proto := filepath.Join(dir, "r.proto")
-	const text = "syntax = \"proto3\";\nmessage R { int64 ts = 1; }\n"
-	if err := os.WriteFile(proto, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ path, want string }{{proto, text}, {filepath.Join(dir, "missing.proto"), ""}} {
-		file := filepath.Join(dir, "c.yaml")
-		yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
-			"schema:\n  format: protobuf\n  protobuf_schema: " + c.path + "\n  protobuf_message: R\n  time_field: ts\n"
-		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := Load(file, nil)
-		switch {
-		case c.want != "" && (err != nil || cfg.Schema.ProtobufSchema != text):
-			t.Errorf("%s: %v, protobuf_schema %q", c.path, err, cfg.Schema.ProtobufSchema)
-		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema.protobuf_schema")):
-			t.Errorf("%s: %v, want a problem naming schema.protobuf_schema", c.path, err)
+		for _, c := range []struct{ path, want string }{{path, f.text}, {filepath.Join(dir, "missing"), ""}} {
+			file := filepath.Join(dir, "c.yaml")
+			yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
+				"schema:\n" + f.extra + "  " + f.key + ": " + c.path + "\n  time_field: ts\n"
+			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(file, nil)
+			switch {
+			case c.want != "" && (err != nil || f.got(cfg) != c.want):
+				t.Errorf("%s %s: %v, read %q", f.key, c.path, err, f.got(cfg))
+			case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema."+f.key)):
+				t.Errorf("%s %s: %v, want a problem naming schema.%s", f.key, c.path, err, f.key)
+			}
 		}
 	}
 }

@@ -22,39 +22,23 @@ message E {
   int64 ts = 1; string user_id = 2; string country = 3; string device = 4;
   string page = 5; double amount = 6; string extra = 7;
 }`
-	const flatAvro = `{"type": "record", "name": "E", "fields": [
-	 {"name": "ts", "type": "long"}, {"name": "user_id", "type": "string"},
-	 {"name": "country", "type": "string"}, {"name": "device", "type": "string"},
-	 {"name": "page", "type": "string"}, {"name": "amount", "type": "double"},
-	 {"name": "extra", "type": "string"}]}`
 	kvs := with(testEvent(), "extra", "ignored")
-	rec := map[string]any{}
-	for _, f := range kvs {
-		rec[f.k] = f.v
-	}
 	md := pbDescriptor(b, flatProto, "E")
 	pbMsg := encPB(b, md, `{"ts": "1714564800123", "user_id": "u-1234567", "country": "DE", "device": "mobile",
 	 "page": "checkout", "amount": 12.5, "extra": "ignored"}`)
 	avroCfg := testConfig()
-	avroCfg.Format, avroCfg.AvroSchema = FormatAvro, flatAvro
+	avroCfg.Format, avroCfg.AvroSchema = FormatAvro, benchFlatAvro
 	plain := testConfig()
 	plain.Format, plain.ProtobufSchema, plain.ProtobufMessage = FormatProtobuf, flatProto, "E"
 	framed := testConfig()
 	framed.Format, framed.Registry.URL = FormatProtobuf, "http://127.0.0.1:1"
 	reg := newFakeRegistry(map[uint32]string{1: flatProto})
 	reg.typ = schemaTypeProtobuf
-	s, err := NewSchemas(framed, reg.fetch, reg.report)
-	if err != nil {
-		b.Fatal(err)
-	}
-	fd, err := NewFramedDecoder(framed, s)
-	if err != nil {
-		b.Fatal(err)
-	}
+	fd := framedDecoder(b, framed, reg)
 	for _, c := range []decodeCase{
 		{"msgpack", mustDecoder(b, testConfig()), encMP(b, kvs...)},
 		{"json", mustDecoder(b, testConfig()), encJS(b, kvs...)},
-		{"avro", mustDecoder(b, avroCfg), encAvro(b, flatAvro, rec)},
+		{"avro", mustDecoder(b, avroCfg), benchAvroEvent(b)},
 		{"protobuf", mustDecoder(b, plain), pbMsg},
 		{"protobuf-framed", fd, pbFrame(1, nil, pbMsg)},
 	} {

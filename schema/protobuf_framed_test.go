@@ -3,7 +3,6 @@ package schema
 import (
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -46,28 +45,14 @@ func TestFramedProtobuf(t *testing.T) {
 	reg := newFakeRegistry(map[uint32]string{7: pbTestSchema, 8: pbSecondSchema, 9: "message {"})
 	reg.typ = schemaTypeProtobuf
 	cfg := pbFramedConfig()
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decs := []*Decoder{}
-	for range 2 {
-		d, err := NewFramedDecoder(cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decs = append(decs, d)
-	}
+	d := framedDecoder(t, cfg, reg)
+	decs := []*Decoder{d, sharedDecoder(t, cfg, d.schemas)}
 	msg := pbReading(t, pbTestJSON)
 	var want Event
 	if err := mustDecoder(t, pbTestConfig()).Decode(msg, &want); err != nil {
 		t.Fatal(err)
 	}
-	cases := []struct {
-		name string
-		msg  []byte
-		want Reason
-	}{
+	cases := []framedCase{
 		{"first message, the byte 0", pbFrame(7, nil, msg), ReasonNone},
 		{"first message, indexes [0]", pbFrame(7, []int64{0}, msg), ReasonNone},
 		{"second message [1], Reading", pbFrame(8, []int64{1}, msg), ReasonNone},
@@ -84,15 +69,7 @@ func TestFramedProtobuf(t *testing.T) {
 		{"plain Protobuf", msg, ReasonUnknownSchema},
 		{"truncated message", pbFrame(7, nil, msg[:len(msg)-1]), ReasonMalformed},
 	}
-	for round := range 3 { // every id met again, by each decoder
-		for _, c := range cases {
-			var e Event
-			err := decs[round%2].Decode(c.msg, &e)
-			if ReasonOf(err) != c.want || (c.want == ReasonNone && (err != nil || e != want)) {
-				t.Errorf("round %d, %s: %v %+v, want %v", round, c.name, err, e, c.want)
-			}
-		}
-	}
+	checkFramedCases(t, decs, cases, want)
 	for _, id := range []uint32{7, 8, 9, 11} {
 		if reg.fetches[id] != 1 {
 			t.Errorf("id %d fetched %d times, want once", id, reg.fetches[id])
@@ -124,14 +101,7 @@ func TestFramedProtobufType(t *testing.T) {
 	} {
 		reg := newFakeRegistry(map[uint32]string{1: c.schema})
 		reg.typ = c.typ
-		s, err := NewSchemas(c.cfg, reg.fetch, reg.report)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := NewFramedDecoder(c.cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		d := framedDecoder(t, c.cfg, reg)
 		var e Event
 		if r := ReasonOf(d.Decode(pbFrame(1, nil, nil), &e)); r != ReasonSchemaMismatch {
 			t.Errorf("%s: %v, want schema_mismatch", c.wantInReport, r)
@@ -149,32 +119,11 @@ func TestFramedProtobufConcurrent(t *testing.T) {
 	reg := newFakeRegistry(map[uint32]string{8: pbSecondSchema})
 	reg.typ = schemaTypeProtobuf
 	cfg := pbFramedConfig()
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
 	msg := pbReading(t, pbTestJSON)
-	var wg sync.WaitGroup
-	for g := range 4 {
-		d, err := NewFramedDecoder(cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var e Event
-			for i := range 200 {
-				k := (i + g) % 2
-				want := []Reason{ReasonSchemaMismatch, ReasonNone}[k]
-				if r := ReasonOf(d.Decode(pbFrame(8, []int64{int64(k)}, msg), &e)); r != want {
-					t.Errorf("index %d: %v, want %v", k, r, want)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	decodeConcurrently(t, cfg, reg, func(g, i int) ([]byte, Reason) {
+		k := (i + g) % 2 // First (no configured field) and Reading
+		return pbFrame(8, []int64{int64(k)}, msg), []Reason{ReasonSchemaMismatch, ReasonNone}[k]
+	})
 	if reg.fetches[8] != 1 || len(reg.reported[8]) != 1 {
 		t.Errorf("fetched %d times, reported %v; want once each", reg.fetches[8], reg.reported[8])
 	}

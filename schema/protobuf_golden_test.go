@@ -124,32 +124,8 @@ func TestProtobufGolden(t *testing.T) {
 	golden := compareGolden(t, filepath.Join("testdata", "protobuf_events.txt"), out.String())
 	reg := newFakeRegistry(map[uint32]string{1: pbTestSchema})
 	reg.typ = schemaTypeProtobuf
-	s, err := NewSchemas(pbFramedConfig(), reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := NewFramedDecoder(pbFramedConfig(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := strings.Split(golden, "\n## ")[1:]
-	if len(blocks) != len(pbCases()) {
-		t.Fatalf("%d events in the golden, want %d", len(blocks), len(pbCases()))
-	}
-	for _, b := range blocks {
-		lines := strings.Split(b, "\n")
-		msg, err := hex.DecodeString(lines[1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e Event
-		if got := "=> " + renderDecoded(&e, d.Decode(msg, &e)); got != lines[2] {
-			t.Errorf("%s: %s, golden %s", lines[0], got, lines[2])
-		}
-		if got := "=> " + renderDecoded(&e, fd.Decode(pbFrame(1, nil, msg), &e)); got != lines[2] {
-			t.Errorf("%s framed: %s, golden %s", lines[0], got, lines[2])
-		}
-	}
+	fd := framedDecoder(t, pbFramedConfig(), reg)
+	checkFramedGolden(t, golden, len(pbCases()), d, fd, func(msg []byte) []byte { return pbFrame(1, nil, msg) })
 }
 
 // FuzzDecodeProtobuf: plain Protobuf never panics, returns a valid event
@@ -201,14 +177,7 @@ func FuzzDecodeFramedProtobuf(f *testing.F) {
 	cfg.MaxKeyLen, cfg.MaxStringLen = 16, 24
 	reg := newFakeRegistry(map[uint32]string{1: pbTestSchema, 2: pbSecondSchema})
 	reg.typ = schemaTypeProtobuf
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, err := NewFramedDecoder(cfg, s) // the inputs of one process run one at a time
-	if err != nil {
-		f.Fatal(err)
-	}
+	d := framedDecoder(f, cfg, reg) // the inputs of one process run one at a time
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		var e Event
 		err := d.Decode(msg, &e)

@@ -312,8 +312,7 @@ message T { google.protobuf.Timestamp at = 1; string u = 2; }`
 	cfg := Config{Format: FormatProtobuf, ProtobufSchema: schema, ProtobufMessage: "T", TimeField: "at", UnitField: "u", MinTime: -1e12}
 	d := mustDecoder(t, cfg)
 	ts := func(secs, nanos uint64) []byte {
-		var m []byte
-		m = append(pbField(1, protowire.VarintType, protowire.AppendVarint(nil, secs)), pbField(2, protowire.VarintType, protowire.AppendVarint(nil, nanos))...)
+		m := append(pbField(1, protowire.VarintType, protowire.AppendVarint(nil, secs)), pbField(2, protowire.VarintType, protowire.AppendVarint(nil, nanos))...)
 		return append(pbField(1, protowire.BytesType, protowire.AppendBytes(nil, m)), pbField(2, protowire.BytesType, protowire.AppendString(nil, "u"))...)
 	}
 	neg := func(x int64) uint64 { return uint64(x) }
