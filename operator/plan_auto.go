@@ -122,12 +122,12 @@ func autoCandidates(delta float64, integer, exact bool) []string {
 	return out
 }
 
-// normsReach reports whether the L1 and L2 of s reach its calibration
-// under a budget with the given δ (vectorNoise.totalNorms): an integer
-// part that the total bound binds, or that carries norms by construction
-// (the quantile tree) when δ > 0.
+// normsReach reports whether the L1 or L2 of s can reach its calibration
+// under a budget with the given δ (vectorNoise.totalNorms): a part that
+// the total bound binds, or an integer part that carries norms by
+// construction (the quantile tree) when δ > 0.
 func (s partSpec) normsReach(delta float64) bool {
-	return s.integer && !s.selection && (s.sens.Total || (s.norms && delta > 0))
+	return !s.selection && (s.sens.Total || (s.integer && s.norms && delta > 0))
 }
 
 // anyNorms reports whether the L1 or L2 of some part of specs reaches the
@@ -201,7 +201,8 @@ func autoChooseNormed(parts privacy.Budget, nw int, specs []partSpec, i int, mea
 // selection for a selection part), its coordinates under a budget with δ
 // delta, its L∞ (real values in grid units at the integer shift ⌊L∞/Λ⌋ + 1,
 // Λ = SnapStep(L∞), as autoChoose compares them) and its L1 and L2 where
-// they reach the calibration (normsReach).
+// they reach the calibration (normsReach; for real values the L1 of
+// Laplace-type noise only, in grid units, as totalNorms gives it).
 func autoParts(specs []partSpec, candidate string, delta float64) []privacy.Part {
 	out := make([]privacy.Part, len(specs))
 	for j, sj := range specs {
@@ -217,11 +218,21 @@ func autoParts(specs []partSpec, candidate string, delta float64) []privacy.Part
 		if pt.Mechanism == nil {
 			pt.Mechanism, _ = ReleaseMechanism(candidate, sj.integer) // a name autoCandidates produced
 		}
-		if !sj.integer && !sj.selection {
-			pt.Linf = privacy.LatticeSensitivity(sj.sens.Linf, privacy.SnapStep(sj.sens.Linf))
-		}
-		if sj.normsReach(delta) {
-			pt.L1, pt.L2 = sj.sens.L1, sj.sens.L2
+		switch {
+		case sj.integer || sj.selection:
+			if sj.normsReach(delta) {
+				pt.L1, pt.L2 = sj.sens.L1, sj.sens.L2
+			}
+		default:
+			step := privacy.SnapStep(sj.sens.Linf)
+			pt.Linf = privacy.LatticeSensitivity(sj.sens.Linf, step)
+			if sj.normsReach(delta) && !isDiscrete(pt.Mechanism) {
+				// totalNorms in grid units: L1/step + L0 (the division by
+				// a power of two is exact).
+				if l1 := math.Nextafter(sj.sens.L1/step+math.Ceil(sj.sens.L0), math.Inf(1)); l1 < float64(pt.L0)*pt.Linf {
+					pt.L1 = l1
+				}
+			}
 		}
 		out[j] = pt
 	}

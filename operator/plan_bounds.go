@@ -85,11 +85,34 @@ func (n *vectorNoise) totalNote() string {
 
 // totalNorms adds the L1 and L2 bounds of a part that the total bound
 // binds, or whose norms bind by construction with δ > 0 (the quantile
-// tree, partSpec.norms), to its calibration part: integer parts only
-// (histogram, count, tree), where one grid step is one unit of value.
+// tree, partSpec.norms), to its calibration part pt:
+//
+//   - integer parts (histogram, count, the mean's values, tree), where one
+//     grid step is one unit of value: L1 and L2 as derived;
+//   - real values on a grid (realSnapped: sums, the mean's centred sum,
+//     the variance's squares under laplace, logistic or subbotin:R) that
+//     the total bound binds: L1 only (the pure-ε accountant is the one
+//     that uses it, for Laplace-like noise), in value units and widened
+//     for the rounding — each of the at most L0 coordinates a unit moves
+//     rounds to the grid with a change of at most its exact change plus
+//     one step, so the rounded values' L1 is at most L1 + L0·step — and
+//     only when that is below L0 times the shift (else it gains nothing).
+//
+// Real values under the lattice discrete Gaussian (realLattice) get no
+// norms: in grid units L1 is about 2^20 times L∞, far beyond the shift
+// patterns the PLD takes (privacy/compose_total.go), and the μ-GDP
+// accountant that uses L2 is exact for continuous Gaussian noise only; the
+// total bound reaches them through L0 and L∞ (windows.valuedSensitivity).
 func (n *vectorNoise) totalNorms(pt *privacy.Part) {
-	if (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded) {
+	switch {
+	case (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded):
 		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
+	case n.sens.Total && n.kind == realSnapped:
+		// L0·step is exact (the step is a power of two); the sum rounds up.
+		l1 := math.Nextafter(n.sens.L1+math.Ceil(n.sens.L0)*n.step, math.Inf(1))
+		if l1 < float64(pt.L0)*pt.Linf {
+			pt.L1 = l1
+		}
 	}
 }
 
