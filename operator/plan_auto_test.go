@@ -1,9 +1,7 @@
 package operator
 
 import (
-	"encoding/json"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,23 +21,11 @@ import (
 // form (1e-9 relative); the plan's σ within [1 − 1e-9, 1 + 1e-3] of σ_exact
 // as in TestTreeNormsDelta.
 func TestAutoUsesNorms(t *testing.T) {
-	b, err := os.ReadFile("../privacy/testdata/tree_total_reference.json")
-	if err != nil {
-		t.Fatal(err)
+	ref := treeTotalRef(t)
+	if ref[0].Name != "S3 tree V=5" {
+		t.Fatalf("reference %+v: want S3 first", ref)
 	}
-	var ref struct {
-		DiscreteGaussian []struct {
-			Name       string
-			SigmaExact string `json:"sigma_exact"`
-		} `json:"discrete_gaussian"`
-	}
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
-	if len(ref.DiscreteGaussian) == 0 || ref.DiscreteGaussian[0].Name != "S3 tree V=5" {
-		t.Fatalf("reference %+v: want S3 first", ref.DiscreteGaussian)
-	}
-	sigma, err := strconv.ParseFloat(ref.DiscreteGaussian[0].SigmaExact, 64)
+	sigma, err := strconv.ParseFloat(ref[0].SigmaExact, 64)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,18 +34,7 @@ func TestValuedSensitivityBrute(t *testing.T) {
 						for _, n := range vecs(d, k, v, tot) {
 							sums = append(sums, groupSums(n, r.lo, r.hi)...)
 						}
-						var w [4]int // L0, L1, L2², L∞
-						for i, a := range sums {
-							if !replace {
-								l0, l1, sq, li := norms(a, nil)
-								w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
-								continue
-							}
-							for _, b := range sums[i:] {
-								l0, l1, sq, li := norms(a, b)
-								w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
-							}
-						}
+						w := worstNorms(sums, replace) // L0, L1, L2², L∞
 						got := valuedSensitivity(float64(k), float64(v), float64(r.lo), float64(r.hi), float64(tot), replace)
 						name := fmt.Sprintf("[%d,%d] k=%d v=%d t=%d replace=%v", r.lo, r.hi, k, v, tot, replace)
 						if !got.Total || got.L0 < float64(w[0]) || got.L1 < float64(w[1]) || got.L2*got.L2 < float64(w[2]) || got.Linf < float64(w[3]) {
