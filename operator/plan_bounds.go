@@ -55,6 +55,8 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	agg, series, _ := strings.Cut(n.part, ".")
 	b := boundNames(agg, series)
 	switch {
+	case b.l1 != "" && s.Total:
+		out.L1Bound, out.L2Bound = b.l1Total, b.l2Total
 	case b.l1 != "":
 		out.L1Bound, out.L2Bound = b.l1, b.l2
 	case s.Total && s.Linf < s.L1:
@@ -81,10 +83,11 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 // without the total bound (per is the count bound of one coordinate,
 // factor the largest contribution of one value, "" for counts); l1 and l2,
 // when set, name L1 and L2 directly (the quantiles, whose L1 is not
-// L0 × L∞).
+// L0 × L∞), and l1Total, l2Total where the total bound binds them.
 type partBounds struct {
-	l0, per, factor string
-	l1, l2          string
+	l0, per, factor  string
+	l1, l2           string
+	l1Total, l2Total string
 }
 
 // boundNames returns the bounds behind the part series of aggregate agg
@@ -110,7 +113,9 @@ func boundNames(agg, series string) partBounds {
 		return partBounds{l0: groups, per: values, factor: " × (" + half + ")²"}
 	case series == treeSeries:
 		return partBounds{l1: groups + " × windows.quantile_depth × " + values,
-			l2: "√(" + groups + " × windows.quantile_depth) × " + values}
+			l2:      "√(" + groups + " × windows.quantile_depth) × " + values,
+			l1Total: "windows.quantile_depth × bounds.max_contributions",
+			l2Total: "√(windows.quantile_depth) × bounds.max_contributions with " + values}
 	case series == selectionSeries:
 		return partBounds{l1: "windows.quantiles (ranks) × " + groups, l2: "√(windows.quantiles (ranks) × " + groups + ")"}
 	}

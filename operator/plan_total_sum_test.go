@@ -142,3 +142,50 @@ func TestTotalBoundMeanVariance(t *testing.T) {
 		t.Logf("%s: ε spent by L1 %.8f", agg, spent)
 	}
 }
+
+// TestTotalBoundTree: the total bound reaches the quantile tree. Two
+// public groups, at most V = 5 values per group and T = 5 in all: per
+// level a unit moves at most T = 5 counts (L1 = D·T = 20, L2 = √D·5 = 10,
+// L0 = 20 nodes at L∞ 5 — exactly one group's tree at V = 5), where
+// without the bound it is G·D·V = 40 (L0 = 40).
+//
+//   - laplace, ε = 0.5, δ = 0: scale L1/ε = 40 (pure ε of the shift's L1);
+//     80 without the bound;
+//   - gaussian, ε = 4, δ = 1e-6: the one-group S3 tree's σ_exact of
+//     tree_total_reference.json (gen_tree_total.py), σ ≈ 11.934, within
+//     [1 − 1e-9, 1 + 1e-3] as in TestTreeNormsDelta; more without the
+//     bound.
+//
+// Fails on the old code (the total bound did not reach the tree).
+func TestTotalBoundTree(t *testing.T) {
+	sigma, err := strconv.ParseFloat(treeTotalRef(t)[0].SigmaExact, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(mech string, eps, delta float64, total int) Config {
+		c := quantileConfig(5, eps, delta)
+		c.Privacy.PublicGroups = [][]string{{"east"}, {"west"}}
+		c.Bounds.MaxGroups, c.Bounds.MaxContributions = 2, total
+		c.Privacy.Mechanism, c.Privacy.Mechanisms = mech, nil
+		return c
+	}
+	scale := func(c Config) float64 {
+		p, err := planFor(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := p.aggs[0].noises[0]
+		if c.Bounds.MaxContributions > 0 && (n.sens.L1 != 20 || n.sens.L0 != 20 || n.sens.L2 != 10 || !n.sens.Total) {
+			t.Errorf("%s: the tree's sensitivity %+v, want L0 20, L1 20, L2 10", c.Privacy.Mechanism, n.sens)
+		}
+		return n.scale
+	}
+	if got, old := scale(cfg("laplace", 0.5, 0, 5)), scale(cfg("laplace", 0.5, 0, 0)); got < 40 || got > 40*(1+1e-9) || old < 79.99 {
+		t.Errorf("laplace: scale %v (want L1/ε = 40), %v without the bound (want 80)", got, old)
+	}
+	got, old := scale(cfg("gaussian", 4, 1e-6, 5)), scale(cfg("gaussian", 4, 1e-6, 0))
+	if got < sigma*(1-1e-9) || got > sigma*(1+1e-3) || !(old > got*1.1) {
+		t.Errorf("gaussian: σ %.8g, reference %.8g; %.6g without the bound", got, sigma, old)
+	}
+	t.Logf("gaussian: σ %.8g (reference %.8g, ratio %.6f), %.6g without the bound", got, sigma, got/sigma, old)
+}

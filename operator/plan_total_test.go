@@ -166,8 +166,12 @@ func TestPlanBoundLabels(t *testing.T) {
 				}
 				switch {
 				case a.Aggregate == AggQuantiles:
-					if e.L1Bound != "bounds.max_groups × windows.quantile_depth × bounds.max_values" {
-						t.Errorf("%s: L1 label %q", name, e.L1Bound)
+					want := "bounds.max_groups × windows.quantile_depth × bounds.max_values"
+					if total > 0 {
+						want = "windows.quantile_depth × bounds.max_contributions"
+					}
+					if e.L1Bound != want {
+						t.Errorf("%s: L1 label %q, want %q", name, e.L1Bound, want)
 					}
 				case total > 0 && a.Aggregate == AggSum:
 					if e.L1Bound != "bounds.max_contributions × max(|schema.lower|, |schema.upper|)" ||

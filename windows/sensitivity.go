@@ -110,7 +110,7 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 		s.SumSq = valuedSensitivity(g, v, 0, sqHalfRange(c.Lower, c.Upper), t, replace)
 	}
 	if c.Quantiles {
-		s.Tree = treeSensitivity(g, v, c.TreeBranching, c.TreeDepth, replace)
+		s.Tree = treeSensitivity(g, v, t, c.TreeBranching, c.TreeDepth, replace)
 	}
 	s.Units = vectorSensitivity(g, 0, 1, replace)
 	return s, nil
@@ -137,12 +137,7 @@ func totalSensitivity(k, a, t float64, replace bool) Sensitivity {
 	if !(t > 0) || t >= mulUp(k, a) {
 		return vectorSensitivity(k, 0, a, replace)
 	}
-	q := min(k, math.Floor(t/a))
-	r := 0.0
-	if q < k {
-		r = min(a, t-q*a) // exact: integers below 2^53
-	}
-	sq := addUp(mulUp(q, mulUp(a, a)), mulUp(r, r))
+	sq := totalSq(k, a, t)
 	s := Sensitivity{L0: min(k, t), Linf: min(a, t), L1: t, L2: sqrtUp(sq), Total: true}
 	if replace {
 		s.L0, s.L1, s.L2 = 2*s.L0, 2*t, sqrtUp(mulUp(2, sq))
@@ -183,6 +178,18 @@ func valuedSensitivity(k, v, lo, hi, t float64, replace bool) Sensitivity {
 	}
 	s.L1, s.L2, s.Total = min(s.L1, mulUp(c.L1, a)), min(s.L2, l2), true
 	return s
+}
+
+// totalSq is q·a² + r² rounded up, q = min(k, ⌊t/a⌋) and r = min(a, t −
+// q·a) (0 when q = k): the largest squared L2 norm of k integer
+// coordinates in [0, a] summing to at most t (see totalSensitivity).
+func totalSq(k, a, t float64) float64 {
+	q := min(k, math.Floor(t/a))
+	r := 0.0
+	if q < k {
+		r = min(a, t-q*a) // exact: integers below 2^53
+	}
+	return addUp(mulUp(q, mulUp(a, a)), mulUp(r, r))
 }
 
 // midpoint is the centre used for Group.CentredSum: Lower/2 + Upper/2
