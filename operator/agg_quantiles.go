@@ -48,6 +48,8 @@ func (quantilesAgg) parts(sens windows.Sensitivities) []partSpec {
 	// most V per level and group (windows treeSensitivity; exact for a
 	// whole V, whose product G·D·V is exact). norms: with δ > 0, the same
 	// L1 = G·D·V and L2 = √(G·D)·V reach the accountants (privacy.Part).
+	// Under a binding total bound T the tree's L1 is D·T (Sensitivity.Total:
+	// the norms reach every accountant, pure ε included).
 	return []partSpec{{series: treeSeries, integer: true, sens: sens.Tree, exactAuto: true, pureL0: sens.Tree.L1 / sens.Tree.Linf, norms: true,
 		exactOnly: "quantiles need laplace, gaussian or auto (exact integer noise on the tree)"}}
 }

@@ -58,12 +58,18 @@ type segmentSpend struct {
 }
 
 // spendPart is one calibrated part: the mechanism (privacy.Parse name),
-// the coordinates a unit changes per window and by how much, and the
-// per-coordinate scale the accountant composes.
+// the coordinates a unit changes per window and by how much, the L1 and L2
+// bounds of that change where the calibration used them (privacy.Part.L1,
+// L2: a total bound, the quantile tree; absent in records written before
+// they were logged, which a successor then composes as L0 coordinates at
+// L∞ — valid, looser), and the per-coordinate scale the accountant
+// composes.
 type spendPart struct {
 	Mechanism string  `json:"mechanism"`
 	L0        int     `json:"l0"`
 	Linf      float64 `json:"linf"`
+	L1        float64 `json:"l1,omitempty"`
+	L2        float64 `json:"l2,omitempty"`
 	Scale     float64 `json:"scale"`
 }
 
@@ -86,7 +92,7 @@ func segmentOf(p *plan, float bool) segmentSpend {
 		s.SelShift = math.Nextafter(l.shift/float64(l.windows), math.Inf(1))
 	}
 	for i, pt := range l.parts {
-		s.Parts = append(s.Parts, spendPart{Mechanism: pt.Mechanism.Name(), L0: pt.L0, Linf: pt.Linf, Scale: l.scales[i]})
+		s.Parts = append(s.Parts, spendPart{Mechanism: pt.Mechanism.Name(), L0: pt.L0, Linf: pt.Linf, L1: pt.L1, L2: pt.L2, Scale: l.scales[i]})
 	}
 	return s
 }
@@ -101,7 +107,7 @@ func spentRuns(segs []segmentSpend) ([]privacy.Spent, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: the ledger's earlier segment: %w", ErrState, err)
 			}
-			r.Parts = append(r.Parts, privacy.Part{Mechanism: m, L0: pt.L0, Linf: pt.Linf})
+			r.Parts = append(r.Parts, privacy.Part{Mechanism: m, L0: pt.L0, Linf: pt.Linf, L1: pt.L1, L2: pt.L2})
 			r.Scales = append(r.Scales, pt.Scale)
 		}
 		runs = append(runs, r)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/schema"
 )
 
 // SizingBounds are the per-unit, per-window contribution bounds of the
@@ -44,34 +45,81 @@ type SeriesSensitivity struct {
 func boundsSizing(c Config) SizingBounds { return SizingBounds(c.Bounds) }
 
 // seriesSensitivity returns n's sensitivity and the bounds its L1 and L2
-// follow from (see windows.Config.Sensitivities and totalSensitivity).
+// follow from (see windows.Config.Sensitivities, totalSensitivity and
+// valuedSensitivity): for every part, the bounds behind its L0 and L∞
+// (boundNames), or bounds.max_contributions where the total bound binds,
+// and at event level the note that every bound is then 1.
 func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	s := n.sens
 	out := &SeriesSensitivity{L0: s.L0, L1: s.L1, L2: s.L2, LInf: s.Linf}
-	agg, _, _ := strings.Cut(n.part, ".")
-	var l0, linf string // the bounds behind L0 and L∞ of the product form
-	switch agg {
-	case AggHistogram:
-		l0, linf = "bounds.max_groups × bounds.max_buckets", "bounds.max_per_bucket"
-	case AggCount:
-		l0, linf = "bounds.max_groups", "bounds.max_values"
-	}
+	agg, series, _ := strings.Cut(n.part, ".")
+	b := boundNames(agg, series)
 	switch {
+	case b.l1 != "" && s.Total:
+		out.L1Bound, out.L2Bound = b.l1Total, b.l2Total
+	case b.l1 != "":
+		out.L1Bound, out.L2Bound = b.l1, b.l2
 	case s.Total && s.Linf < s.L1:
-		out.L1Bound = "bounds.max_contributions"
-		out.L2Bound = "bounds.max_contributions with " + linf
+		out.L1Bound = "bounds.max_contributions" + b.factor
+		out.L2Bound = "bounds.max_contributions with " + b.per + b.factor
 	case s.Total:
-		out.L1Bound, out.L2Bound = "bounds.max_contributions", "bounds.max_contributions"
-	case l0 != "":
-		out.L1Bound, out.L2Bound = l0+" × "+linf, "√("+l0+") × "+linf
+		out.L1Bound, out.L2Bound = "bounds.max_contributions"+b.factor, "bounds.max_contributions"+b.factor
 	default:
-		out.L1Bound, out.L2Bound = "L0 × L∞", "√L0 × L∞"
+		out.L1Bound, out.L2Bound = b.l0+" × "+b.per+b.factor, "√("+b.l0+") × "+b.per+b.factor
+	}
+	if p.unit == "" {
+		out.L1Bound += " (event level: every bound is 1)"
+		out.L2Bound += " (event level: every bound is 1)"
 	}
 	if p.sens.ReplaceOne {
 		out.L1Bound += " (replacing one unit: bounds.max_units)"
 		out.L2Bound += " (replacing one unit: bounds.max_units)"
 	}
 	return out
+}
+
+// partBounds names the bounds behind a part's sensitivity: L0 = l0 and
+// L∞ = per·factor, so L1 = l0 × per × factor and L2 = √l0 × per × factor
+// without the total bound (per is the count bound of one coordinate,
+// factor the largest contribution of one value, "" for counts); l1 and l2,
+// when set, name L1 and L2 directly (the quantiles, whose L1 is not
+// L0 × L∞), and l1Total, l2Total where the total bound binds them.
+type partBounds struct {
+	l0, per, factor  string
+	l1, l2           string
+	l1Total, l2Total string
+}
+
+// boundNames returns the bounds behind the part series of aggregate agg
+// (selectionPart for private group selection).
+func boundNames(agg, series string) partBounds {
+	const (
+		groups = "bounds.max_groups"
+		values = "bounds.max_values"
+		half   = "(schema.upper − schema.lower)/2"
+	)
+	switch {
+	case agg == AggHistogram:
+		return partBounds{l0: groups + " × bounds.max_buckets", per: "bounds.max_per_bucket"}
+	case agg == AggCount || series == schema.SeriesCount:
+		return partBounds{l0: groups, per: values}
+	case agg == AggUnits || agg == selectionPart:
+		return partBounds{l0: groups, per: "1 (a unit counts once per group)"}
+	case agg == AggSum:
+		return partBounds{l0: groups, per: values, factor: " × max(|schema.lower|, |schema.upper|)"}
+	case series == schema.SeriesSum:
+		return partBounds{l0: groups, per: values, factor: " × " + half}
+	case series == schema.SeriesSumSq:
+		return partBounds{l0: groups, per: values, factor: " × (" + half + ")²"}
+	case series == treeSeries:
+		return partBounds{l1: groups + " × windows.quantile_depth × " + values,
+			l2:      "√(" + groups + " × windows.quantile_depth) × " + values,
+			l1Total: "windows.quantile_depth × bounds.max_contributions",
+			l2Total: "√(windows.quantile_depth) × bounds.max_contributions with " + values}
+	case series == selectionSeries:
+		return partBounds{l1: "windows.quantiles (ranks) × " + groups, l2: "√(windows.quantiles (ranks) × " + groups + ")"}
+	}
+	return partBounds{l0: "L0", per: "L∞"}
 }
 
 // totalNote is the release note's sentence on the norms of a part that the
@@ -85,11 +133,34 @@ func (n *vectorNoise) totalNote() string {
 
 // totalNorms adds the L1 and L2 bounds of a part that the total bound
 // binds, or whose norms bind by construction with δ > 0 (the quantile
-// tree, partSpec.norms), to its calibration part: integer parts only
-// (histogram, count, tree), where one grid step is one unit of value.
+// tree, partSpec.norms), to its calibration part pt:
+//
+//   - integer parts (histogram, count, the mean's values, tree), where one
+//     grid step is one unit of value: L1 and L2 as derived;
+//   - real values on a grid (realSnapped: sums, the mean's centred sum,
+//     the variance's squares under laplace, logistic or subbotin:R) that
+//     the total bound binds: L1 only (the pure-ε accountant is the one
+//     that uses it, for Laplace-like noise), in value units and widened
+//     for the rounding — each of the at most L0 coordinates a unit moves
+//     rounds to the grid with a change of at most its exact change plus
+//     one step, so the rounded values' L1 is at most L1 + L0·step — and
+//     only when that is below L0 times the shift (else it gains nothing).
+//
+// Real values under the lattice discrete Gaussian (realLattice) get no
+// norms: in grid units L1 is about 2^20 times L∞, far beyond the shift
+// patterns the PLD takes (privacy/compose_total.go), and the μ-GDP
+// accountant that uses L2 is exact for continuous Gaussian noise only; the
+// total bound reaches them through L0 and L∞ (windows.valuedSensitivity).
 func (n *vectorNoise) totalNorms(pt *privacy.Part) {
-	if (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded) {
+	switch {
+	case (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded):
 		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
+	case n.sens.Total && n.kind == realSnapped:
+		// L0·step is exact (the step is a power of two); the sum rounds up.
+		l1 := math.Nextafter(n.sens.L1+math.Ceil(n.sens.L0)*n.step, math.Inf(1))
+		if l1 < float64(pt.L0)*pt.Linf {
+			pt.L1 = l1
+		}
 	}
 }
 

@@ -7,11 +7,8 @@ package operator
 // and the threshold of private group selection.
 
 import (
-	"cmp"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 
 	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/privacy/rng"
@@ -26,6 +23,7 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 	for _, s := range specs {
 		totalL0 += s.coords(parts.Delta)
 	}
+	normed := anyNorms(specs, parts.Delta)
 	noises := make([]vectorNoise, len(specs))
 	for i, s := range specs {
 		if !(s.sens.L0 >= 1) || !(s.sens.Linf > 0) || math.IsInf(s.sens.Linf, 0) {
@@ -43,7 +41,15 @@ func (p *plan) resolveNoises(specs []partSpec, parts privacy.Budget, measure pri
 			n.step = privacy.SnapStep(s.sens.Linf)
 		}
 		if s.configured == Auto {
-			m, choice, err := autoChoose(parts, p.compose, totalL0, s, measure, p.accounting)
+			choose := func() (privacy.Mechanism, string, error) {
+				return autoChoose(parts, p.compose, totalL0, s, measure, p.accounting)
+			}
+			if normed {
+				choose = func() (privacy.Mechanism, string, error) {
+					return autoChooseNormed(parts, p.compose, specs, i, measure, p.accounting)
+				}
+			}
+			m, choice, err := choose()
 			if err != nil {
 				return nil, fmt.Errorf("operator: %s: automatic choice: %w", n.part, err)
 			}
@@ -276,107 +282,4 @@ func calibrateNoises(acct privacy.Accounting, parts privacy.Budget, nw int, nois
 				"exact noise has none (laplace, gaussian)", nw, err)
 		}
 	}
-}
-
-// autoChoose resolves "auto" for one part: the candidate with the smallest
-// error (measure) for the shape of the whole release (totalL0 coordinates
-// per window, nw windows), among autoCandidates as they would run. Exact
-// candidates are calibrated for `parts`; float candidates for `parts` less
-// the δ their residual costs on all totalL0·nw coordinates (the
-// scale-independent part of the reserve, privacy.FloatTail; the ε part,
-// about 1e-6 per coordinate, is left out of the ranking). Real values are
-// compared in grid units at the integer shift ⌊L∞/Λ⌋ + 1 (Λ = SnapStep(L∞)),
-// where the lattice discrete Gaussian and the continuous mechanisms
-// (whose scales are linear in the shift) meet on equal terms. It returns
-// the mechanism and the sentence for the start log.
-func autoChoose(parts privacy.Budget, nw, totalL0 int, s partSpec, measure privacy.ErrorMeasure, acct privacy.Accounting) (privacy.Mechanism, string, error) {
-	cands := autoCandidates(parts.Delta, s.integer, s.exactAuto)
-	linf := s.sens.Linf
-	if !s.integer {
-		linf = privacy.LatticeSensitivity(s.sens.Linf, privacy.SnapStep(s.sens.Linf))
-	}
-	// Group the candidates by the δ their residual costs.
-	type group struct {
-		tail  float64
-		names []string
-	}
-	var groups []group
-	for _, name := range cands {
-		m, err := privacy.Parse(name)
-		if err != nil {
-			return nil, "", err
-		}
-		tail := privacy.FloatTail(m)
-		k := slices.IndexFunc(groups, func(g group) bool { return g.tail == tail })
-		if k < 0 {
-			groups, k = append(groups, group{tail: tail}), len(groups)
-		}
-		groups[k].names = append(groups[k].names, name)
-	}
-	type scored struct {
-		m   privacy.Mechanism
-		err float64
-		idx int
-	}
-	var opts []scored
-	var infeasible []string
-	for _, g := range groups {
-		b := parts
-		if g.tail > 0 {
-			b.Delta = parts.Delta - float64(totalL0)*float64(nw)*g.tail*(1+math.Exp(parts.Epsilon))
-			if !(b.Delta > 0) || math.IsInf(g.tail, 1) {
-				infeasible = append(infeasible, g.names...)
-				continue
-			}
-		}
-		cmp, err := privacy.Compare(privacy.Horizon{Total: b, Windows: nw, L0: totalL0, Linf: linf}, privacy.CompareOptions{Candidates: g.names, Measure: measure, Accounting: acct})
-		if err != nil {
-			return nil, "", err
-		}
-		infeasible = append(infeasible, cmp.Infeasible...)
-		for _, o := range cmp.Options {
-			e := o.Error(measure)
-			if math.IsNaN(e) || math.IsInf(e, 0) {
-				continue
-			}
-			opts = append(opts, scored{m: o.Mechanism, err: e, idx: slices.Index(cands, o.Mechanism.Name())})
-		}
-	}
-	if len(opts) == 0 {
-		return nil, "", fmt.Errorf("%w: no candidate has a finite %s (infeasible: %s)", privacy.ErrInfeasible, measure, strings.Join(infeasible, ", "))
-	}
-	best := slices.MinFunc(opts, func(a, b scored) int {
-		if c := cmp.Compare(a.err, b.err); c != 0 {
-			return c
-		}
-		return a.idx - b.idx
-	})
-	return best.m, fmt.Sprintf("%s (smallest %s among %s for %d coordinates × %d windows)",
-		best.m.Name(), measure, strings.Join(cands, ", "), totalL0, nw), nil
-}
-
-// autoCandidates are the mechanisms "auto" compares for one part, as they
-// run on its values (see ReleaseMechanism), without repeats: heavy-tailed
-// noise never (no residual bound), float noise only with δ > 0 (its
-// residual needs δ). Parts that need exact integer noise (exact: group
-// selection and the quantile tree, partSpec.exactAuto) use only the exact
-// integer mechanisms.
-func autoCandidates(delta float64, integer, exact bool) []string {
-	if exact {
-		if delta > 0 {
-			return []string{"discrete-laplace", "discrete-gaussian"}
-		}
-		return []string{"discrete-laplace"}
-	}
-	var out []string
-	for _, name := range privacy.AutoCandidates(delta) {
-		m, err := ReleaseMechanism(name, integer)
-		if err != nil || (!privacy.FloatExact(m) && !(delta > 0)) {
-			continue
-		}
-		if !slices.Contains(out, m.Name()) {
-			out = append(out, m.Name())
-		}
-	}
-	return out
 }

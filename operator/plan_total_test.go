@@ -135,3 +135,58 @@ func TestTotalBoundSuggested(t *testing.T) {
 		t.Errorf("suggested %+v with the bound already set", sg)
 	}
 }
+
+// The plan names the bounds behind every part's L1 and L2 (issue 20: the
+// quantile tree's L1 = G·D·V and L2 = √(G·D)·V were labelled "L0 × L∞",
+// which they are not — this test fails so on the old code, as on the
+// generic labels of sums, means, variances and units), with and without
+// the total bound, and the total bound's label on the valued parts names
+// the per-value factor.
+func TestPlanBoundLabels(t *testing.T) {
+	for _, total := range []int{0, 2} {
+		c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+		c.Windows.Aggregates = []string{AggCount, AggHistogram, AggSum, AggMean, AggVariance, AggUnits, AggQuantiles}
+		c.Bounds = BoundsConfig{MaxGroups: 2, MaxBuckets: 2, MaxPerBucket: 3, MaxValues: 3, MaxContributions: total}
+		c.Privacy.Mechanism, c.Privacy.Mechanisms = "laplace", nil
+		s, err := NewSizing(c, Sizes{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, a := range s.Aggregates {
+			for _, ss := range a.Series {
+				e := ss.Sensitivity
+				if e == nil {
+					continue // derived series
+				}
+				n++
+				name := a.Aggregate + "." + ss.Series
+				if strings.Contains(e.L1Bound, "L0") || strings.Contains(e.L2Bound, "L∞") || !strings.Contains(e.L1Bound, "bounds.") {
+					t.Errorf("total %d: %s: labels %q, %q", total, name, e.L1Bound, e.L2Bound)
+				}
+				switch {
+				case a.Aggregate == AggQuantiles:
+					want := "bounds.max_groups × windows.quantile_depth × bounds.max_values"
+					if total > 0 {
+						want = "windows.quantile_depth × bounds.max_contributions"
+					}
+					if e.L1Bound != want {
+						t.Errorf("%s: L1 label %q, want %q", name, e.L1Bound, want)
+					}
+				case total > 0 && a.Aggregate == AggSum:
+					if e.L1Bound != "bounds.max_contributions × max(|schema.lower|, |schema.upper|)" ||
+						e.L2Bound != "bounds.max_contributions × max(|schema.lower|, |schema.upper|)" {
+						t.Errorf("%s: labels %q, %q", name, e.L1Bound, e.L2Bound)
+					}
+				case total > 0 && a.Aggregate != AggUnits:
+					if !strings.HasPrefix(e.L1Bound, "bounds.max_contributions") {
+						t.Errorf("%s: L1 label %q, want the total bound", name, e.L1Bound)
+					}
+				}
+			}
+		}
+		if n < 8 {
+			t.Errorf("total %d: only %d noised series", total, n)
+		}
+	}
+}

@@ -195,25 +195,7 @@ func TestQuantileAuto(t *testing.T) {
 // privacy's TestCalibrateTotalDiscreteGaussian. Fails on the code before
 // (σ 26.69 at S3 instead of about 11.93: L0 = 20 nodes at shift 5).
 func TestTreeNormsDelta(t *testing.T) {
-	b, err := os.ReadFile("../privacy/testdata/tree_total_reference.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ref struct {
-		DiscreteGaussian []struct {
-			Name       string
-			Eps, Delta float64
-			L0, V, L1  int
-			SigmaExact string `json:"sigma_exact"`
-		} `json:"discrete_gaussian"`
-	}
-	if err := json.Unmarshal(b, &ref); err != nil {
-		t.Fatal(err)
-	}
-	if len(ref.DiscreteGaussian) == 0 {
-		t.Fatal("no reference settings")
-	}
-	for _, s := range ref.DiscreteGaussian {
+	for _, s := range treeTotalRef(t) {
 		c := quantileConfig(s.V, s.Eps, s.Delta)
 		c.Privacy.Mechanism = "gaussian"
 		o, err := New(c, WithKey(testKey()))
@@ -255,4 +237,33 @@ func TestTreeNormsDelta(t *testing.T) {
 	if n.scale != plans[0].Scale {
 		t.Errorf("horizon of 4 windows: σ %v, want %v (L0 nodes at V)", n.scale, plans[0].Scale)
 	}
+}
+
+// treeTotalSetting is one setting of
+// privacy/testdata/tree_total_reference.json (gen_tree_total.py).
+type treeTotalSetting struct {
+	Name       string
+	Eps, Delta float64
+	L0, V, L1  int
+	SigmaExact string `json:"sigma_exact"`
+}
+
+// treeTotalRef returns the settings of
+// privacy/testdata/tree_total_reference.json, at least one.
+func treeTotalRef(t *testing.T) []treeTotalSetting {
+	t.Helper()
+	b, err := os.ReadFile("../privacy/testdata/tree_total_reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		DiscreteGaussian []treeTotalSetting `json:"discrete_gaussian"`
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	if len(ref.DiscreteGaussian) == 0 {
+		t.Fatal("no reference settings")
+	}
+	return ref.DiscreteGaussian
 }

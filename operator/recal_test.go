@@ -298,3 +298,46 @@ func TestRecalibrateAfterExponentialQuantiles(t *testing.T) {
 		t.Fatalf("no recalibrated plan for the 6 windows left (windows %d)", q.compose)
 	}
 }
+
+// TestRecalibrateTotalBoundL1: the ledger logs the L1 and L2 a part was
+// calibrated with (spendPart), so a recalibration composes the earlier
+// segment as tightly as the live calibration did. Pure ε (horizon δ = 0),
+// laplace, a histogram of 3 cells × 3 per cell under a total bound of 3
+// (L1 = 3, while L0·L∞ = 9) and the count (1 group × 3): pure ε adds up
+// exactly, Σ L1ᵢ/scaleᵢ per window (gen_total.py's Laplace rule), so
+// after 4 of 10 windows at scales s the 6 windows left within the same
+// total 2 need exactly s again — the recalibrated scales are within 1e-9
+// above the configuration's own (the certificate's rounding). On the old
+// code, which logged no L1, the earlier windows count the histogram as 9
+// and the windows left get more noise (this test fails there).
+func TestRecalibrateTotalBoundL1(t *testing.T) {
+	cfg := func(eps float64) Config {
+		c := horizonConfig(eps)
+		c.Privacy.HorizonDelta = 0
+		c.Bounds = BoundsConfig{MaxGroups: 1, MaxBuckets: 3, MaxPerBucket: 3, MaxValues: 3, MaxContributions: 3}
+		return c
+	}
+	old := testPlan(t, cfg(2))
+	if pt := old.ledger.parts[0]; pt.L1 != 3 || pt.L0*int(pt.Linf) != 9 {
+		t.Fatalf("test premise: the histogram's part %+v, want L1 3 and L0·L∞ 9", pt)
+	}
+	hs, _ := old.horizonOf(testBase)
+	from := hs + 4*old.size
+	l := publishWindows(old, nil, hs, from)
+	if l.Log == nil || l.Log.Current.Parts[0].L1 != 3 {
+		t.Fatalf("the ledger's log %+v: want the histogram's L1 3", l.Log)
+	}
+	more := testPlan(t, cfg(2.5))
+	if _, err := more.reconcile(l, from); err != nil {
+		t.Fatalf("ε 2 → 2.5 after 4 of 10 windows: %v", err)
+	}
+	q := more.at(from)
+	if q == more || q.compose != 6 {
+		t.Fatalf("no recalibrated plan for the 6 windows left (windows %d)", q.compose)
+	}
+	for i, s := range q.ledger.scales {
+		if w := old.ledger.scales[i]; s < w || s > w*(1+1e-9) {
+			t.Errorf("part %d: recalibrated scale %.12g, the live calibration's %.12g (ratio %.9g)", i, s, w, s/w)
+		}
+	}
+}

@@ -127,7 +127,9 @@ type Config struct {
 	MaxValues int
 	// MaxContributions is the most one unit may add per window in total
 	// to the histogram (over all its cells in all groups) and, separately,
-	// to the count (over all groups) — the L1 bound beside the L0 and L∞
+	// to the count and the values (over all groups: events for the count,
+	// values for sums, means, variances and quantiles, a group keeping no
+	// more values than events) — the L1 bound beside the L0 and L∞
 	// ones (0: unset, only the per-cell and per-group bounds hold). When a
 	// unit's bounded contributions exceed it, a uniformly random subset of
 	// them is kept, chosen with the unit's keyed randomness (see

@@ -23,8 +23,13 @@ func partialVariants() map[string]Config {
 		"units, capped": func(c *Config) { c.MaxUnits = 7 },
 		// The total bound of issue 20, below the product bounds of both
 		// the histogram (2·2·2) and the count (2·3).
-		"total":               func(c *Config) { c.MaxContributions = 3 },
-		"total, capped":       func(c *Config) { c.MaxContributions = 3; c.MaxUnits = 7 },
+		"total":         func(c *Config) { c.MaxContributions = 3 },
+		"total, capped": func(c *Config) { c.MaxContributions = 3; c.MaxUnits = 7 },
+		// The total bound on the values alone (no count, no histogram):
+		// the selection runs for the sums, means and variances.
+		"total, values only": func(c *Config) {
+			c.Histogram, c.Count, c.Variance, c.MaxContributions = false, false, true, 3
+		},
 		"event level":         func(c *Config) { c.EventLevel = true },
 		"event level, capped": func(c *Config) { c.EventLevel = true; c.MaxOpenGroups = 3 },
 		// The aggregates of issue 11 (small trees, so that leaves collide).

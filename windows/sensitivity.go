@@ -69,9 +69,10 @@ type Sensitivities struct {
 //
 // and the quantile tree's as documented at treeSensitivity. Values and
 // MeanSum serve the variance as well as the mean. With MaxContributions
-// T > 0, a unit's total over the histogram's cells and over the count's
-// groups is also at most T; see totalSensitivity for the histogram and
-// the count then.
+// T > 0, a unit's total over the histogram's cells, and over the groups
+// its count's events and its values, is also at most T; see
+// totalSensitivity for the histogram, the count and Values then, and
+// valuedSensitivity for Sum, MeanSum and SumSq.
 //
 // With EventLevel every bound is 1 (one event touches one group, one cell,
 // and has at most one value). The config must be valid.
@@ -96,22 +97,20 @@ func (c Config) Sensitivities() (Sensitivities, error) {
 		s.Count = totalSensitivity(g, v, t, replace)
 	}
 	if c.Sum || c.Mean || c.Variance {
-		s.Values = vectorSensitivity(g, 0, v, replace)
+		s.Values = totalSensitivity(g, v, t, replace)
 	}
 	if c.Sum {
-		lo := min(0, mulDown(v, c.Lower))
-		hi := max(0, mulUp(v, c.Upper))
-		s.Sum = vectorSensitivity(g, lo, hi, replace)
+		s.Sum = valuedSensitivity(g, v, min(0, c.Lower), max(0, c.Upper), t, replace)
 	}
 	if c.Mean || c.Variance {
-		h := mulUp(v, halfRange(c.Lower, c.Upper))
-		s.MeanSum = vectorSensitivity(g, -h, h, replace)
+		h := halfRange(c.Lower, c.Upper)
+		s.MeanSum = valuedSensitivity(g, v, -h, h, t, replace)
 	}
 	if c.Variance {
-		s.SumSq = vectorSensitivity(g, 0, mulUp(v, sqHalfRange(c.Lower, c.Upper)), replace)
+		s.SumSq = valuedSensitivity(g, v, 0, sqHalfRange(c.Lower, c.Upper), t, replace)
 	}
 	if c.Quantiles {
-		s.Tree = treeSensitivity(g, v, c.TreeBranching, c.TreeDepth, replace)
+		s.Tree = treeSensitivity(g, v, t, c.TreeBranching, c.TreeDepth, replace)
 	}
 	s.Units = vectorSensitivity(g, 0, 1, replace)
 	return s, nil
@@ -138,17 +137,59 @@ func totalSensitivity(k, a, t float64, replace bool) Sensitivity {
 	if !(t > 0) || t >= mulUp(k, a) {
 		return vectorSensitivity(k, 0, a, replace)
 	}
-	q := min(k, math.Floor(t/a))
-	r := 0.0
-	if q < k {
-		r = min(a, t-q*a) // exact: integers below 2^53
-	}
-	sq := addUp(mulUp(q, mulUp(a, a)), mulUp(r, r))
+	sq := totalSq(k, a, t)
 	s := Sensitivity{L0: min(k, t), Linf: min(a, t), L1: t, L2: sqrtUp(sq), Total: true}
 	if replace {
 		s.L0, s.L1, s.L2 = 2*s.L0, 2*t, sqrtUp(mulUp(2, sq))
 	}
 	return s
+}
+
+// valuedSensitivity is the sensitivity of a vector of k groups, to each
+// of which one unit adds at most v values, each in [lo, hi] (lo ≤ 0 ≤ hi;
+// the group's coordinate is their sum), with at most t values over all
+// groups (t = 0: no total bound). Without a binding total bound (t ≥ k·v)
+// it is vectorSensitivity(k, v·lo, v·hi, replace), as documented at
+// Config.Sensitivities. Otherwise, with a = max(−lo, hi) and c =
+// totalSensitivity(k, v, t, replace) the sensitivity of the numbers of
+// values per group, every one of these bounds holds, and the smallest is
+// taken:
+//
+//   - a unit adds values to at most min(k, t) groups, at most m = min(v, t)
+//     to each: vectorSensitivity(min(k, t), m·lo, m·hi, replace) (L0, L∞
+//     and first bounds on L1 and L2);
+//   - add/remove: a coordinate moves by at most a times the values added
+//     to it, so L1 ≤ a·c.L1 = a·t and L2 ≤ a·c.L2;
+//   - replace one unit: the change is v − v′ of two such vectors, L1 ≤
+//     ‖v‖₁ + ‖v′‖₁ = a·c.L1 = 2a·t; L2 ≤ a·c.L2 when the values have one
+//     sign (⟨v, v′⟩ ≥ 0, as for totalSensitivity), else ‖v‖₂ + ‖v′‖₂ = 2·a
+//     times the add/remove c.L2.
+func valuedSensitivity(k, v, lo, hi, t float64, replace bool) Sensitivity {
+	if !(t > 0) || t >= mulUp(k, v) {
+		return vectorSensitivity(k, mulDown(v, lo), mulUp(v, hi), replace)
+	}
+	m := min(v, t)
+	s := vectorSensitivity(min(k, t), mulDown(m, lo), mulUp(m, hi), replace)
+	a := max(-lo, hi)
+	c := totalSensitivity(k, v, t, replace)
+	l2 := mulUp(c.L2, a)
+	if replace && lo < 0 && hi > 0 {
+		l2 = mulUp(2, mulUp(totalSensitivity(k, v, t, false).L2, a))
+	}
+	s.L1, s.L2, s.Total = min(s.L1, mulUp(c.L1, a)), min(s.L2, l2), true
+	return s
+}
+
+// totalSq is q·a² + r² rounded up, q = min(k, ⌊t/a⌋) and r = min(a, t −
+// q·a) (0 when q = k): the largest squared L2 norm of k integer
+// coordinates in [0, a] summing to at most t (see totalSensitivity).
+func totalSq(k, a, t float64) float64 {
+	q := min(k, math.Floor(t/a))
+	r := 0.0
+	if q < k {
+		r = min(a, t-q*a) // exact: integers below 2^53
+	}
+	return addUp(mulUp(q, mulUp(a, a)), mulUp(r, r))
 }
 
 // midpoint is the centre used for Group.CentredSum: Lower/2 + Upper/2

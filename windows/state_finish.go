@@ -86,6 +86,9 @@ func (t *Tumbling) finishUnit(k1 uint64, keys []string, events uint32, ng int, b
 		}
 		if t.valued {
 			vals := g[gWords+len(cells):]
+			if keepCount != nil && uint32(nv) > keepCount[j] {
+				vals = lowestValues(vals, int(keepCount[j]))
+			}
 			for i := 0; i < len(vals); i += valWords {
 				_, v := valueAt(vals, i)
 				t.addClamped(a, v)
@@ -97,7 +100,9 @@ func (t *Tumbling) finishUnit(k1 uint64, keys []string, events uint32, ng int, b
 }
 
 // totalBound applies MaxContributions to the unit of finishUnit (see
-// total.go): it returns the count kept in each group (by position in b)
+// total.go): it returns the contributions kept in each group (by position
+// in b; the count's events, and at most as many of the group's values for
+// sums, means, variances and quantiles)
 // and in each cell (by position among the unit's cells), nil where the
 // bound does not bind, and adds what it removes to d.Total.
 func (t *Tumbling) totalBound(k1 uint64, keys []string, ng int, b []uint32, d *Drops) (count, cells []uint32) {
@@ -109,7 +114,7 @@ func (t *Tumbling) totalBound(k1 uint64, keys []string, ng int, b []uint32, d *D
 		g := b[pos : pos+groupSize(b[pos+gCounts])]
 		pos += len(g)
 		key := keys[g[gGid]]
-		if cfg.Count {
+		if cfg.Count || t.valued {
 			gs = append(gs, totalSlot{key: key, pos: j, n: min(g[gEvents], uint32(cfg.MaxValues))})
 		}
 		if cfg.Histogram {
@@ -128,6 +133,34 @@ func (t *Tumbling) totalBound(k1 uint64, keys []string, ng int, b []uint32, d *D
 		cells = slotCounts(cs)
 	}
 	return count, cells
+}
+
+// lowestValues returns the k values of vals (laid out as in a kept group,
+// valWords each) that come first in valueLess order — the k of lowest
+// keyed priority, a uniformly random k-subset of the group's values like
+// the MaxValues reservoir they were kept by, and the same whatever the
+// order of vals (Poll and MergePartials agree). vals is not modified.
+func lowestValues(vals []uint32, k int) []uint32 {
+	idx := make([]int, 0, len(vals)/valWords)
+	for i := 0; i < len(vals); i += valWords {
+		idx = append(idx, i)
+	}
+	slices.SortFunc(idx, func(a, b int) int {
+		pa, va := valueAt(vals, a)
+		pb, vb := valueAt(vals, b)
+		switch {
+		case valueLess(pa, va, pb, vb):
+			return -1
+		case valueLess(pb, vb, pa, va):
+			return 1
+		}
+		return 0
+	})
+	out := make([]uint32, 0, k*valWords)
+	for _, i := range idx[:k] {
+		out = append(out, vals[i:i+valWords]...)
+	}
+	return out
 }
 
 // slotCounts returns the counts of slots indexed by their positions.

@@ -13,6 +13,12 @@ import (
 // When Σ n exceeds the bound T, the unit keeps a uniformly random T-subset
 // of these N = Σ n unit contributions (the contributions of one cell or
 // group are interchangeable, so only how many of each survive matters).
+// The values a unit adds to a group (sums, means, variances, quantiles)
+// follow the count's selection — drawn over the same n_g whether or not
+// the count is configured: a group keeps at most as many of its kept
+// values as the selection keeps of its events, those of lowest keyed
+// priority (lowestValues), so the unit's values over all groups number at
+// most T as well.
 //
 // The subset is drawn by selection sampling (Knuth, TAOCP vol. 2,
 // §3.4.2, Algorithm S) over the contributions in a canonical order —

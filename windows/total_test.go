@@ -54,6 +54,25 @@ func norms(a, b []int) (l0, l1, sq, linf int) {
 	return l0, l1, sq, linf
 }
 
+// worstNorms returns the largest L0, L1, squared L2 and L∞ over the
+// vectors vs (add/remove) or over the differences of two of them
+// (replace).
+func worstNorms(vs [][]int, replace bool) [4]int {
+	var w [4]int
+	for i, v := range vs {
+		if !replace {
+			l0, l1, sq, li := norms(v, nil)
+			w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
+			continue
+		}
+		for _, u := range vs[i:] {
+			l0, l1, sq, li := norms(v, u)
+			w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
+		}
+	}
+	return w
+}
+
 // totalSensitivity equals the largest norms over brute-force enumeration:
 // of one unit's vector (add/remove; dimension k suffices) and of the
 // difference of two units' vectors (replace one; dimension 2k lets their
@@ -74,19 +93,7 @@ func TestTotalSensitivityBrute(t *testing.T) {
 					if tot == 0 {
 						lim = k * a // unset: no total bound
 					}
-					vs := vecs(d, k, a, lim)
-					var w [4]int // L0, L1, L2², L∞
-					for i, v := range vs {
-						if !replace {
-							l0, l1, sq, li := norms(v, nil)
-							w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
-							continue
-						}
-						for _, u := range vs[i:] {
-							l0, l1, sq, li := norms(v, u)
-							w = [4]int{max(w[0], l0), max(w[1], l1), max(w[2], sq), max(w[3], li)}
-						}
-					}
+					w := worstNorms(vecs(d, k, a, lim), replace)
 					got := totalSensitivity(float64(k), float64(a), float64(tot), replace)
 					want := Sensitivity{L0: float64(w[0]), L1: float64(w[1]), L2: sqrtUp(float64(w[2])), Linf: float64(w[3])}
 					name := fmt.Sprintf("k=%d a=%d t=%d replace=%v", k, a, tot, replace)

@@ -97,7 +97,23 @@ func mergeLeaves(a, b []LeafCount) []LeafCount {
 // unit by another (a MaxUnits cap) doubles L0, L1 and L2² (the two units'
 // moves have opposite signs, each bounded as above; a node both touch
 // moves by at most V, so L∞ stays V).
-func treeSensitivity(g, v float64, b, d int, replace bool) Sensitivity {
+//
+// With a binding total bound t < G·V (MaxContributions: a unit's values
+// over all groups number at most t) a unit adds n_g ≤ V values to group g,
+// Σ n_g ≤ t, and at level ℓ touches at most min(n_g, B^ℓ) nodes of group
+// g, each by at most n_g, moving them by n_g in all:
+//
+//	L0 = Σ_ℓ min(t, G·min(V, B^ℓ))   L∞ = min(V, t)
+//	L1 = D·t                         L2 = √(D·(q·V² + r²))
+//
+// with q = min(G, ⌊t/V⌋) groups full and r = t − q·V in one more (the
+// largest Σ n_g², as in totalSensitivity); each is reached (all of a
+// group's values in one leaf for L1, L2 and L∞; spread over distinct
+// leaves for L0). Replacing one unit doubles L0, L1 and L2² as above.
+func treeSensitivity(g, v, t float64, b, d int, replace bool) Sensitivity {
+	if t > 0 && t < mulUp(g, v) {
+		return treeTotal(g, v, t, b, d, replace)
+	}
 	l0, width := 0.0, 1.0
 	for range d {
 		width *= float64(b)
@@ -110,6 +126,22 @@ func treeSensitivity(g, v float64, b, d int, replace bool) Sensitivity {
 		s.L0 = 2 * l0
 		s.L1 = mulUp(2*gd, v)
 		s.L2 = mulUp(sqrtUp(2*gd), v)
+	}
+	return s
+}
+
+// treeTotal is treeSensitivity with a binding total bound t < G·V.
+func treeTotal(g, v, t float64, b, d int, replace bool) Sensitivity {
+	l0, width := 0.0, 1.0
+	for range d {
+		width *= float64(b)
+		l0 += math.Min(t, g*math.Min(v, width))
+	}
+	df := float64(d)
+	sq := mulUp(df, totalSq(g, v, t))
+	s := Sensitivity{L0: l0, Linf: math.Min(v, t), L1: mulUp(df, t), L2: sqrtUp(sq), Total: true}
+	if replace {
+		s.L0, s.L1, s.L2 = 2*l0, mulUp(2*df, t), sqrtUp(mulUp(2, sq))
 	}
 	return s
 }

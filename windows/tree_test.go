@@ -161,15 +161,15 @@ func TestTreeSensitivityBruteForce(t *testing.T) {
 			}
 		}
 		rec(0, v, nil)
-		got := treeSensitivity(1, float64(v), b, d, false)
+		got := treeSensitivity(1, float64(v), 0, b, d, false)
 		if got.L0 != l0 || got.L1 != l1 || got.Linf != linf || math.Abs(got.L2-math.Sqrt(l2sq)) > 1e-12 {
 			t.Errorf("V=%d: %+v, brute force L0=%g L1=%g L2=%g L∞=%g", v, got, l0, l1, math.Sqrt(l2sq), linf)
 		}
-		g3 := treeSensitivity(3, float64(v), b, d, false)
+		g3 := treeSensitivity(3, float64(v), 0, b, d, false)
 		if g3.L0 != 3*l0 || g3.L1 != 3*l1 || g3.Linf != linf {
 			t.Errorf("V=%d, G=3: %+v", v, g3)
 		}
-		rp := treeSensitivity(1, float64(v), b, d, true)
+		rp := treeSensitivity(1, float64(v), 0, b, d, true)
 		if rp.L0 != 2*l0 || rp.L1 != 2*l1 || rp.Linf != linf || math.Abs(rp.L2-math.Sqrt(2*l2sq)) > 1e-12 {
 			t.Errorf("V=%d, replace one: %+v", v, rp)
 		}
@@ -212,5 +212,66 @@ func TestSensitivitiesNewAggregates(t *testing.T) {
 	big.TreeBranching, big.TreeDepth = 1024, 3
 	if err := big.Validate(); err == nil {
 		t.Error("a tree of 2^30 leaves accepted")
+	}
+}
+
+// treeSensitivity under a binding total bound t < G·V matches a
+// brute-force maximisation over every way one unit can place at most V
+// values in each of G = 2 groups' trees (B = 3, D = 2), at most t in all
+// (V = 1 … 3): the largest L0, L1, L2 and L∞ of the moved node counts
+// below the roots. Replacing one unit doubles L0, L1 and L2² (checked as
+// documented). Reference: the enumeration, exact small integers.
+func TestTreeSensitivityTotalBruteForce(t *testing.T) {
+	const b, d, g, leaves = 3, 2, 2, 9
+	// placements[n] lists the multisets of n leaves of one group.
+	placements := make([][][]int, 4)
+	var rec func(n, start, left int, cur []int)
+	rec = func(n, start, left int, cur []int) {
+		if left == 0 {
+			placements[n] = append(placements[n], append([]int(nil), cur...))
+			return
+		}
+		for l := start; l < leaves; l++ {
+			rec(n, l, left-1, append(cur, l))
+		}
+	}
+	for n := range placements {
+		rec(n, 0, n, nil)
+	}
+	for v := 1; v <= 3; v++ {
+		for tot := 1; tot < g*v; tot++ {
+			var l0, l1, l2sq, linf float64
+			for n0 := 0; n0 <= v; n0++ {
+				for n1 := 0; n1 <= v && n0+n1 <= tot; n1++ {
+					for _, p0 := range placements[n0] {
+						for _, p1 := range placements[n1] {
+							nodes := map[[3]int]float64{}
+							for gi, p := range [][]int{p0, p1} {
+								for _, leaf := range p {
+									nodes[[3]int{gi, 2, leaf}]++
+									nodes[[3]int{gi, 1, leaf / b}]++
+								}
+							}
+							var s1, s2, sInf float64
+							for _, c := range nodes {
+								s1, s2, sInf = s1+c, s2+c*c, max(sInf, c)
+							}
+							l0, l1, l2sq, linf = max(l0, float64(len(nodes))), max(l1, s1), max(l2sq, s2), max(linf, sInf)
+						}
+					}
+				}
+			}
+			got := treeSensitivity(g, float64(v), float64(tot), b, d, false)
+			if !got.Total || got.L0 != l0 || got.L1 != l1 || got.Linf != linf || math.Abs(got.L2-math.Sqrt(l2sq)) > 1e-12 {
+				t.Errorf("V=%d, t=%d: %+v, brute force L0=%g L1=%g L2=%g L∞=%g", v, tot, got, l0, l1, math.Sqrt(l2sq), linf)
+			}
+			rp := treeSensitivity(g, float64(v), float64(tot), b, d, true)
+			if rp.L0 != 2*l0 || rp.L1 != 2*l1 || rp.Linf != linf || math.Abs(rp.L2-math.Sqrt(2*l2sq)) > 1e-12 {
+				t.Errorf("V=%d, t=%d, replace one: %+v", v, tot, rp)
+			}
+		}
+	}
+	if got, want := treeSensitivity(g, 3, 6, b, d, false), treeSensitivity(g, 3, 0, b, d, false); got != want {
+		t.Errorf("t = G·V: %+v, want the bound-free %+v", got, want)
 	}
 }
