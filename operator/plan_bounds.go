@@ -49,6 +49,7 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	s := n.sens
 	out := &SeriesSensitivity{L0: s.L0, L1: s.L1, L2: s.L2, LInf: s.Linf}
 	agg, _, _ := strings.Cut(n.part, ".")
+	agg = baseAggregate(agg)
 	var l0, linf string // the bounds behind L0 and L∞ of the product form
 	switch agg {
 	case AggHistogram:
