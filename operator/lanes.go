@@ -228,3 +228,23 @@ func checkLanes(p *problems, c Config) {
 		p.addf("windows.running: not available with schema.measures or schema.histograms yet")
 	}
 }
+
+// laneSizing fills in what `dpstream plan` says of the lanes of c: their
+// names and the parts of the one joint calibration (p's).
+func laneSizing(b *SizingBudget, c Config, p *plan) {
+	if !hasLanes(c) {
+		return
+	}
+	for _, m := range c.Schema.Measures {
+		b.Lanes = append(b.Lanes, "measure "+m.Name)
+	}
+	for _, h := range c.Schema.Histograms {
+		b.Lanes = append(b.Lanes, "histogram "+h.Name)
+	}
+	for _, ap := range p.aggs {
+		b.Parts += len(ap.noises)
+	}
+	if p.sel != nil {
+		b.Parts++
+	}
+}
