@@ -72,11 +72,13 @@ type core struct {
 	agg    *windows.Tumbling // every partition's events (nil when split)
 	public map[string]bool   // nil: every group
 	// lanes are the extra measures and histograms (lanes.go), each with a
-	// Tumbling fed the same events as agg (not with split, which
-	// Config.Validate refuses with lanes); their windows are attached to
-	// agg's (windows.Window.Lanes) as they close.
-	lanes    []*lane
-	laneAggs []*windows.Tumbling
+	// Tumbling fed the same events as agg (laneAggs), or in split mode as
+	// the partition's (splitLanes[partition], lanes_partials.go); their
+	// windows are attached to agg's (windows.Window.Lanes) as they close,
+	// their partials to the partition's.
+	lanes      []*lane
+	laneAggs   []*windows.Tumbling
+	splitLanes map[int32][]*windows.Tumbling
 
 	// split (kafka.scale_out, stage 1): one Tumbling per input partition,
 	// each emitting that partition's partial state of every window, so that
@@ -140,29 +142,26 @@ func newCore(cfg Config, pl *plan, key rng.Key, from int64) (*core, error) {
 			c.public[g] = true
 		}
 	}
+	if hasLanes(cfg) {
+		if c.lanes, err = lanesOf(cfg); err != nil {
+			return nil, err
+		}
+		c.splitLanes = map[int32][]*windows.Tumbling{}
+	}
 	if !c.split {
 		if c.agg, err = c.newAgg(); err != nil {
 			return nil, err
 		}
-		if err := c.newLanes(cfg); err != nil {
+		if err := c.newLanes(); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
 }
 
-// newLanes makes the Tumbling of every lane of cfg (none without extra
-// measures and histograms).
-func (c *core) newLanes(cfg Config) error {
-	if !hasLanes(cfg) {
-		return nil
-	}
-	lanes, err := lanesOf(cfg)
-	if err != nil {
-		return err
-	}
-	c.lanes = lanes
-	for _, l := range lanes {
+// newLanes makes the Tumbling of every lane (single instance).
+func (c *core) newLanes() error {
+	for _, l := range c.lanes {
 		agg, err := windows.New(l.wcfg, c.seed)
 		if err != nil {
 			return fmt.Errorf("operator: %s: %w", l.name, err)
@@ -213,6 +212,11 @@ func (c *core) assign(parts []tp) error {
 			}
 			agg.AssignPartitions(id)
 			c.aggs[id] = agg
+			if len(c.lanes) > 0 {
+				if c.splitLanes[id], err = c.newSplitLanes(id); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if !c.split {
@@ -287,7 +291,7 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 		Bucket: ev.Bucket, Value: ev.Value, HasValue: ev.HasValue,
 	}
 	st, start := agg.Add(we)
-	for i, la := range c.laneAggs {
+	for i, la := range c.laneAggsOf(id) {
 		// The same time, arrival and partition, so the same status.
 		la.Add(c.lanes[i].laneEvent(we, ev.Extra))
 	}
@@ -316,7 +320,7 @@ func (c *core) advance(id int32, arrival int64) {
 	if agg := c.aggOf(id); agg != nil {
 		_ = agg.Advance(id, arrival) // a record's timestamp is in range; id is assigned
 	}
-	for _, la := range c.laneAggs {
+	for _, la := range c.laneAggsOf(id) {
 		_ = la.Advance(id, arrival)
 	}
 }
@@ -347,7 +351,7 @@ func (c *core) applyCaughtUp() {
 		if agg := c.aggOf(id); agg != nil {
 			_ = agg.Advance(id, at.UnixMilli()-c.idle) // clock times are in range; a revoked id is skipped
 		}
-		for _, la := range c.laneAggs {
+		for _, la := range c.laneAggsOf(id) {
 			_ = la.Advance(id, at.UnixMilli()-c.idle)
 		}
 		delete(c.caught, id)
@@ -456,8 +460,9 @@ func (c *core) final(starts ...int64) {
 // partialOut is the partial state of one window of one input partition
 // (split mode).
 type partialOut struct {
-	pid int32
-	p   windows.Partial
+	pid   int32
+	p     windows.Partial
+	lanes []windows.Partial // the lanes' partials of the window (lanes_partials.go)
 }
 
 // pollPartials returns the partials of the windows that closed on every
@@ -475,10 +480,24 @@ func (c *core) pollPartials() []partialOut {
 		for {
 			ps := c.aggs[id].PollPartials(0)
 			for _, p := range ps {
-				out = append(out, partialOut{id, p})
+				out = append(out, partialOut{pid: id, p: p})
 			}
 			if len(ps) < windows.DefaultPollLimit {
 				break
+			}
+		}
+		if len(c.lanes) == 0 {
+			continue
+		}
+		lps := c.pollLanePartials(id)
+		for k := range out {
+			if out[k].pid != id {
+				continue
+			}
+			for _, m := range lps {
+				if lp, ok := m[out[k].p.Start]; ok {
+					out[k].lanes = append(out[k].lanes, lp) // one per lane, or encodePartial refuses it
+				}
 			}
 		}
 	}

@@ -45,7 +45,10 @@ type lane struct {
 }
 
 // hasLanes reports whether c configures extra measures or histograms.
-func hasLanes(c Config) bool { return len(c.Schema.Measures)+len(c.Schema.Histograms) > 0 }
+func hasLanes(c Config) bool { return laneCount(c) > 0 }
+
+// laneCount is the number of lanes of c: its extra measures and histograms.
+func laneCount(c Config) int { return len(c.Schema.Measures) + len(c.Schema.Histograms) }
 
 // lanesOf returns the lanes of c: the measures, then the histograms, in
 // configured order. c is valid.
@@ -210,7 +213,7 @@ func laneGroup(w *windows.Window, index int, key string) windows.Group {
 
 // checkLanes reports the problems of the extra measures and histograms
 // with the rest of the configuration: each needs an aggregate to release,
-// and scale-out and running totals do not carry lanes yet.
+// and running totals do not carry lanes yet.
 func checkLanes(p *problems, c Config) {
 	if !hasLanes(c) {
 		return
@@ -220,9 +223,6 @@ func checkLanes(p *problems, c Config) {
 	}
 	if len(c.Schema.Histograms) > 0 && !slices.Contains(c.Windows.Aggregates, AggHistogram) {
 		p.addf("schema.histograms: need histogram in windows.aggregates")
-	}
-	if c.Kafka.ScaleOut {
-		p.addf("kafka.scale_out: not available with schema.measures or schema.histograms yet (partials carry one measure and one histogram); run one instance")
 	}
 	if c.Windows.Running {
 		p.addf("windows.running: not available with schema.measures or schema.histograms yet")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
+	"github.com/dpstream/dpstream/windows"
 )
 
 var (
@@ -290,7 +291,6 @@ func TestLanesConfigProblems(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Kafka.ScaleOut = true }, "kafka.scale_out: not available with schema.measures or schema.histograms"},
 		{func(c *Config) { c.Windows.Running = true }, "windows.running: not available with schema.measures or schema.histograms"},
 		{func(c *Config) { c.Windows.Aggregates = []string{AggCount, AggHistogram} }, "schema.measures: need one of sum, mean, variance in windows.aggregates"},
 		{func(c *Config) { c.Windows.Aggregates = []string{AggCount, AggSum} }, "schema.histograms: need histogram in windows.aggregates"},
@@ -383,5 +383,66 @@ func TestRunFakeBrokerLanesReplay(t *testing.T) {
 		if !bytes.Equal(got[k], b) {
 			t.Errorf("release %q differs after the crash and restart", k)
 		}
+	}
+}
+
+// TestPartialLanesCodec: a window's partial states of several lanes round
+// trip through the "dpl1" payload; without lanes the payload is the
+// primary's encoding alone (byte-identical to before); a payload with the
+// wrong number of lanes, a lane of another window, trailing bytes or a
+// missing tag is refused.
+func TestPartialLanesCodec(t *testing.T) {
+	c := laneConfig([]string{"127.0.0.1:9092"}, "in", "out", "g")
+	co, err := newCore(c, testPlan(t, c), testKey(), testBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	co.split = true
+	co.aggs = map[int32]*windows.Tumbling{}
+	if err := co.assign([]tp{{"in", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range genLaneStream(5, 1, 6).events {
+		ev := schema.Event{Time: e.time, Unit: e.user, Group: schema.MakeGroup(e.region), Bucket: i % 3, Value: e.kwh, HasValue: true,
+			Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.volt, Has: true}}, Buckets: []int{(i + 1) % 3}}}
+		co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0, Offset: int64(i), Time: time.UnixMilli(e.time)}, ev: ev})
+	}
+	co.advance(0, testBase+10*testSize.Milliseconds())
+	ps := co.pollPartials()
+	if len(ps) < 2 || len(ps[0].lanes) != 2 {
+		t.Fatalf("partials %d, lanes %d", len(ps), len(ps[0].lanes))
+	}
+	b, err := encodePartial(ps[0], 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, lanes, err := decodePartial(b, 2)
+	if err != nil || p.Start != ps[0].p.Start || len(lanes) != 2 {
+		t.Fatalf("round trip: %v, %d lanes", err, len(lanes))
+	}
+	for i := range lanes {
+		x, _ := lanes[i].MarshalBinary()
+		y, _ := ps[0].lanes[i].MarshalBinary()
+		if !bytes.Equal(x, y) {
+			t.Errorf("lane %d changed in the round trip", i)
+		}
+	}
+	plain, _ := ps[0].p.MarshalBinary()
+	if got, _ := encodePartial(partialOut{pid: 0, p: ps[0].p}, 0); !bytes.Equal(got, plain) {
+		t.Error("without lanes the payload is not the primary's encoding")
+	}
+	other := ps[0]
+	other.lanes = []windows.Partial{ps[0].lanes[0], ps[len(ps)-1].lanes[1]}
+	bad := map[string][]byte{"no tag": plain, "trailing": append(slices.Clone(b), 0)}
+	if bad["another window"], err = encodePartial(other, 2); err != nil {
+		t.Fatal(err)
+	}
+	for name, x := range bad {
+		if _, _, err := decodePartial(x, 2); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	if _, _, err := decodePartial(b, 1); err == nil {
+		t.Error("decoded with the wrong number of lanes")
 	}
 }
