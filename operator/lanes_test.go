@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/dpstream/dpstream/operator/kafkatest"
@@ -237,13 +236,7 @@ const laneValues = 4 * 3 * 15
 // values within their intervals at the stated rate, all from one joint
 // calibration of the window's 9 noised parts.
 func TestRunFakeBrokerLanes(t *testing.T) {
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	brokers := fake.ListenAddrs()
-	cl := testClients(t, brokers)
+	brokers, cl := fakeBroker(t)
 	in, out, group := "lanes-fake-in", "lanes-fake-out", "lanes-fake"
 	createTopic(t, cl, in, 2)
 	runLanes(t, brokers, cl, in, out, group)
@@ -340,13 +333,7 @@ func TestLoadLanes(t *testing.T) {
 // topic, namespace and configuration are the same, the groups and output
 // topics differ).
 func TestRunFakeBrokerLanesReplay(t *testing.T) {
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	brokers := fake.ListenAddrs()
-	cl := testClients(t, brokers)
+	brokers, cl := fakeBroker(t)
 	in := "lanes-replay-in"
 	createTopic(t, cl, in, 2)
 	s := genLaneStream(23, 3, 30)
@@ -376,14 +363,10 @@ func TestRunFakeBrokerLanesReplay(t *testing.T) {
 		t.Fatalf("restart: %v", err)
 	}
 	_, got := readReleases(t, cl, c.Kafka.OutputTopic)
-	if len(got) != len(want) || len(want) != 3*3*len(laneAggregates) {
-		t.Errorf("%d releases after the crash, %d without, want %d", len(got), len(want), 3*3*len(laneAggregates))
+	if len(want) != 3*3*len(laneAggregates) {
+		t.Errorf("%d releases, want %d", len(want), 3*3*len(laneAggregates))
 	}
-	for k, b := range want {
-		if !bytes.Equal(got[k], b) {
-			t.Errorf("release %q differs after the crash and restart", k)
-		}
-	}
+	sameReleases(t, want, got, "without the crash", "after the crash and restart")
 }
 
 // TestPartialLanesCodec: a window's partial states of several lanes round

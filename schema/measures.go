@@ -96,13 +96,7 @@ func (c Config) validateExtras(p *problems, d Config) {
 	names := map[string]bool{}
 	for i, m := range c.Measures {
 		role := fmt.Sprintf("measures[%d]", i)
-		switch {
-		case !validName(m.Name):
-			p.bad("%s.name %q must be 1 to %d letters, digits, '_', '-' or '.'", role, m.Name, maxNameLen)
-		case names[m.Name]:
-			p.bad("%s.name %q is used twice", role, m.Name)
-		}
-		names[m.Name] = true
+		p.name(names, role, m.Name)
 		p.field(d, role+".field", m.Field, true)
 		switch {
 		case math.IsNaN(m.Lower) || math.IsInf(m.Lower, 0) || math.IsNaN(m.Upper) || math.IsInf(m.Upper, 0):
@@ -115,13 +109,19 @@ func (c Config) validateExtras(p *problems, d Config) {
 	for i := range c.Histograms {
 		h := &c.Histograms[i]
 		role := fmt.Sprintf("histograms[%d]", i)
-		switch {
-		case !validName(h.Name):
-			p.bad("%s.name %q must be 1 to %d letters, digits, '_', '-' or '.'", role, h.Name, maxNameLen)
-		case names[h.Name]:
-			p.bad("%s.name %q is used twice", role, h.Name)
-		}
-		names[h.Name] = true
+		p.name(names, role, h.Name)
 		c.checkHistogram(p, d, role, &h.Histogram)
 	}
+}
+
+// name checks the name of the measure or histogram configured under role
+// and records it in names (those of its list so far).
+func (p *problems) name(names map[string]bool, role, name string) {
+	switch {
+	case !validName(name):
+		p.bad("%s.name %q must be 1 to %d letters, digits, '_', '-' or '.'", role, name, maxNameLen)
+	case names[name]:
+		p.bad("%s.name %q is used twice", role, name)
+	}
+	names[name] = true
 }
