@@ -31,7 +31,7 @@ const laneSep = ":"
 
 // laneValueAggregates are the aggregates a measure lane releases, when
 // configured in windows.aggregates.
-var laneValueAggregates = []string{AggSum, AggMean, AggVariance}
+var laneValueAggregates = []string{AggSum, AggMean, AggVariance, AggQuantiles}
 
 // lane is one extra measure or histogram.
 type lane struct {
@@ -159,7 +159,12 @@ func (laneAgg) enable(*windows.Config, Config, int) {}
 // parts are the inner aggregate's parts with the lane's sensitivities.
 func (a laneAgg) parts(windows.Sensitivities) []partSpec { return a.inner.parts(a.lane.view.sens) }
 
+// complete completes the inner aggregate's plan for the lane's value range
+// (the quantiles' tree and candidates span the measure's [lower, upper]).
 func (a laneAgg) complete(ap *aggPlan, c Config, beta float64) error {
+	if a.lane.measure >= 0 {
+		c.Schema.Lower, c.Schema.Upper = a.lane.view.lower, a.lane.view.upper
+	}
 	return a.inner.complete(ap, c, beta)
 }
 

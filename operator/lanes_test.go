@@ -285,7 +285,7 @@ func TestLanesConfigProblems(t *testing.T) {
 		want string
 	}{
 		{func(c *Config) { c.Windows.Running = true }, "windows.running: not available with schema.measures or schema.histograms"},
-		{func(c *Config) { c.Windows.Aggregates = []string{AggCount, AggHistogram} }, "schema.measures: need one of sum, mean, variance in windows.aggregates"},
+		{func(c *Config) { c.Windows.Aggregates = []string{AggCount, AggHistogram} }, "schema.measures: need one of sum, mean, variance, quantiles in windows.aggregates"},
 		{func(c *Config) { c.Windows.Aggregates = []string{AggCount, AggSum} }, "schema.histograms: need histogram in windows.aggregates"},
 		{func(c *Config) { c.Schema.Measures[0].Name = "" }, `schema.measures[0].name "" must be`},
 	} {
@@ -427,5 +427,68 @@ func TestPartialLanesCodec(t *testing.T) {
 	}
 	if _, _, err := decodePartial(b, 1); err == nil {
 		t.Error("decoded with the wrong number of lanes")
+	}
+}
+
+// TestLanesQuantiles: an extra measure's quantiles (tree and exponential
+// mechanism) span the measure's own range, and a window of the lanes
+// stream releases quantiles:voltage within [200, 260] and quantiles of kwh
+// within [0, 0.5]. Old code (before the lane's range reached complete):
+// the voltage tree spanned kwh's [0, 0.5].
+func TestLanesQuantiles(t *testing.T) {
+	for _, mech := range []string{QuantileTree, QuantileExponential} {
+		c := laneConfig([]string{"127.0.0.1:9092"}, "in", "out", "g")
+		c.Windows.Aggregates = []string{AggCount, AggQuantiles}
+		c.Schema.Histograms = nil
+		c.Windows.QuantileMechanism = mech
+		p := testPlan(t, c)
+		ap := p.aggs[len(p.aggs)-1]
+		lo, hi := ap.tree.Lower, ap.tree.Upper
+		if mech == QuantileExponential {
+			lo, hi = ap.selector.Lower, ap.selector.Upper
+		}
+		if ap.name != "quantiles:voltage" || lo != laneVoltLower || hi != laneVoltUpper {
+			t.Fatalf("%s: last aggregate %s over [%g, %g], want quantiles:voltage over [200, 260]", mech, ap.name, lo, hi)
+		}
+		co, err := newCore(c, p, testKey(), testBase)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := co.assign([]tp{{"in", 0}}); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range genLaneStream(7, 1, 60).events {
+			ev := schema.Event{Time: e.time, Unit: e.user, Group: schema.MakeGroup(e.region), Bucket: -1, Value: e.kwh, HasValue: true,
+				Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.volt, Has: true}}}}
+			co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0, Offset: int64(i), Time: time.UnixMilli(e.time)}, ev: ev})
+		}
+		co.advance(0, testBase+2*testSize.Milliseconds())
+		ws := co.poll()
+		if len(ws) == 0 {
+			t.Fatal("no window closed")
+		}
+		out, _, _, err := p.releaseWindow(&ws[0], testKey(), "test", "i", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, m := range out {
+			r := m.rel
+			lo, hi := 0.0, laneKwhUpper
+			if r.Aggregate == "quantiles:voltage" {
+				lo, hi = laneVoltLower, laneVoltUpper
+			} else if r.Aggregate != AggQuantiles {
+				continue
+			}
+			n++
+			for _, v := range r.Series[0].Floats {
+				if v < lo || v > hi {
+					t.Errorf("%s %s: quantile %g outside [%g, %g]", mech, r.Key(), v, lo, hi)
+				}
+			}
+		}
+		if n != 6 {
+			t.Errorf("%s: %d quantile releases, want 6 (3 regions × 2 measures)", mech, n)
+		}
 	}
 }
