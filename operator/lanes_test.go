@@ -492,3 +492,17 @@ func TestLanesQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestRunWarningsLanes: an extra measure's mean whose interval is its whole
+// range warns like the first measure's, naming the lane's aggregate and
+// its own range. Old code: the lane's mean:v2 was not looked up (no
+// warning), or judged against the first measure's range.
+func TestRunWarningsLanes(t *testing.T) {
+	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
+	c.Privacy.Epsilon = 0.05 // public groups: released, but the means say nothing
+	c.Schema.Measures = []schema.Measure{{Name: "v2", Field: "v", Lower: -100, Upper: 100}}
+	w := warnLines(runObserved(t, c, neighbourMessages(false, "north")).logs)
+	if !strings.Contains(w, `"aggregate":"mean:v2"`) || !strings.Contains(w, `"range":"[-100, 100]"`) {
+		t.Errorf("whole-range warning of the lane's mean: %s", w)
+	}
+}
