@@ -150,7 +150,7 @@ type laneAgg struct {
 func (a laneAgg) name() string      { return a.inner.name() + laneSep + a.lane.name }
 func (a laneAgg) kind() schema.Kind { return a.inner.kind() }
 func (a laneAgg) valued() bool      { return a.inner.valued() }
-func (a laneAgg) running() bool     { return false } // Config.Validate refuses windows.running with lanes
+func (a laneAgg) running() bool     { return a.inner.running() }
 
 // enable does nothing: the lane's own windows configuration enables what
 // it reads (lanesOf).
@@ -217,8 +217,7 @@ func laneGroup(w *windows.Window, index int, key string) windows.Group {
 }
 
 // checkLanes reports the problems of the extra measures and histograms
-// with the rest of the configuration: each needs an aggregate to release,
-// and running totals do not carry lanes yet.
+// with the rest of the configuration: each needs an aggregate to release.
 func checkLanes(p *problems, c Config) {
 	if !hasLanes(c) {
 		return
@@ -228,9 +227,6 @@ func checkLanes(p *problems, c Config) {
 	}
 	if len(c.Schema.Histograms) > 0 && !slices.Contains(c.Windows.Aggregates, AggHistogram) {
 		p.addf("schema.histograms: need histogram in windows.aggregates")
-	}
-	if c.Windows.Running {
-		p.addf("windows.running: not available with schema.measures or schema.histograms yet")
 	}
 }
 

@@ -348,7 +348,7 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 		return nil, err
 	}
 	for i := range noises {
-		if a := aggregateNamed(specs[i].agg); fact != nil && a != nil && a.running() {
+		if a := aggregateNamed(baseAggregate(specs[i].agg)); fact != nil && a != nil && a.running() {
 			noises[i].fact = &factNoise{f: fact}
 			if noises[i].kind == realLattice {
 				// A coarser lattice keeps σ_z = K·σ within the sampler's
