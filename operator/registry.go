@@ -1,11 +1,12 @@
 package operator
 
 // registry.go is the client of the Confluent-compatible schema registry
-// that framed Avro input (schema.registry.url) reads its writer schemas
-// from: one GET of /schemas/ids/{id} per schema id, cached by
-// schema.Schemas. It is a small net/http client: the one endpoint needs
-// no more, and no maintained registry client module is available to the
-// build.
+// that framed Avro and Protobuf input (schema.registry.url) reads its
+// writer schemas from: one GET of /schemas/ids/{id} per schema id, cached
+// by schema.Schemas, and for a Protobuf schema that imports other files
+// one GET of /subjects/{subject}/versions/{version} per reference. It is
+// a small net/http client: the two endpoints need no more, and no
+// maintained registry client module is available to the build.
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +36,11 @@ const (
 	// registryMaxBody caps a schema response (1 MiB): a writer schema is
 	// a few KiB.
 	registryMaxBody = 1 << 20
+	// registryMaxRefs caps the references of one schema, counted over
+	// every level (a .proto file's imports and theirs): a schema with
+	// more is not used (schema_mismatch). 64 is far beyond the imports of
+	// an event's message type.
+	registryMaxRefs = 64
 )
 
 // registryClient fetches writer schemas by id.
@@ -69,78 +76,130 @@ func newRegistryClient(r schema.RegistryConfig) (*registryClient, error) {
 	return c, nil
 }
 
-// schemaResponse is the body of GET /schemas/ids/{id}; schemaType is
-// absent for Avro.
+// schemaResponse is the body of GET /schemas/ids/{id} and of
+// GET /subjects/{subject}/versions/{version}; schemaType is absent for
+// Avro.
 type schemaResponse struct {
-	Schema     string `json:"schema"`
-	SchemaType string `json:"schemaType"`
+	Schema     string            `json:"schema"`
+	SchemaType string            `json:"schemaType"`
+	References []schemaReference `json:"references"`
 }
 
-// fetch returns the Avro schema of id, trying registryAttempts times
-// (schema.SchemaFetcher).
-func (c *registryClient) fetch(id uint32) (string, error) {
+// schemaReference is a schema's reference to another: the import name
+// (for Protobuf, the path in an import statement) and the subject
+// version registered under it.
+type schemaReference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// fetch returns the schema of id with its references resolved, trying
+// each request registryAttempts times (schema.SchemaFetcher).
+func (c *registryClient) fetch(id uint32) (schema.RegisteredSchema, error) {
+	sr, err := c.retry("/schemas/ids/"+strconv.FormatUint(uint64(id), 10), fmt.Sprintf("schema %d", id))
+	if err != nil {
+		return schema.RegisteredSchema{}, err
+	}
+	rs := schema.RegisteredSchema{Type: sr.SchemaType, Schema: sr.Schema}
+	if len(sr.References) > 0 {
+		rs.References = map[string]string{}
+		if err := c.resolve(id, sr.References, rs.References); err != nil {
+			return schema.RegisteredSchema{}, err
+		}
+	}
+	return rs, nil
+}
+
+// resolve fetches the referenced schemas into files by import name,
+// and theirs, up to registryMaxRefs in all. A reference the registry
+// does not have makes the schema of id a mismatch (it cannot compile).
+func (c *registryClient) resolve(id uint32, refs []schemaReference, files map[string]string) error {
+	for _, ref := range refs {
+		if _, done := files[ref.Name]; done {
+			continue
+		}
+		if len(files) >= registryMaxRefs {
+			return fmt.Errorf("%w: schema %d has more than %d references", schema.ErrSchemaMismatch, id, registryMaxRefs)
+		}
+		what := fmt.Sprintf("reference %q of schema %d", ref.Name, id)
+		sr, err := c.retry("/subjects/"+url.PathEscape(ref.Subject)+"/versions/"+strconv.Itoa(ref.Version), what)
+		if errors.Is(err, schema.ErrUnknownSchema) {
+			return fmt.Errorf("%w: %s (subject %q version %d) is not in the registry", schema.ErrSchemaMismatch, what, ref.Subject, ref.Version)
+		}
+		if err != nil {
+			return err
+		}
+		files[ref.Name] = sr.Schema
+		if err := c.resolve(id, sr.References, files); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// retry runs get, trying registryAttempts times while the registry fails
+// (not when it answers that it does not have what is asked).
+func (c *registryClient) retry(path, what string) (schemaResponse, error) {
 	wait := registryBackoff
-	var err error
 	for attempt := 1; ; attempt++ {
-		var s string
-		s, err = c.get(id)
+		sr, err := c.get(path, what)
 		if err == nil || errors.Is(err, schema.ErrUnknownSchema) || errors.Is(err, schema.ErrSchemaMismatch) || attempt == registryAttempts {
-			return s, err
+			return sr, err
 		}
 		time.Sleep(wait)
 		wait *= 2
 	}
 }
 
-// get runs one request for the schema of id.
-func (c *registryClient) get(id uint32) (string, error) {
+// get runs one request for the schema at path (under the base URL),
+// named what in errors.
+func (c *registryClient) get(path, what string) (schemaResponse, error) {
+	var sr schemaResponse
 	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/schemas/ids/"+strconv.FormatUint(uint64(id), 10), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
-		return "", fmt.Errorf("operator: schema registry: %w", err)
+		return sr, fmt.Errorf("operator: schema registry: %w", err)
 	}
 	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
 	if c.user != "" {
 		pw, err := c.password()
 		if err != nil {
-			return "", err
+			return sr, err
 		}
 		req.SetBasicAuth(c.user, pw)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("operator: schema registry: %w", err)
+		return sr, fmt.Errorf("operator: schema registry: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, registryMaxBody+1))
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("operator: schema registry: reading schema %d: %w", id, err)
+		return sr, fmt.Errorf("operator: schema registry: reading %s: %w", what, err)
 	case resp.StatusCode == http.StatusNotFound:
-		return "", fmt.Errorf("%w: %d (registry status 404)", schema.ErrUnknownSchema, id)
+		return sr, fmt.Errorf("%w: %s (registry status 404)", schema.ErrUnknownSchema, what)
 	case resp.StatusCode != http.StatusOK:
-		return "", fmt.Errorf("operator: schema registry: schema %d: status %d", id, resp.StatusCode)
+		return sr, fmt.Errorf("operator: schema registry: %s: status %d", what, resp.StatusCode)
 	case len(body) > registryMaxBody:
-		return "", fmt.Errorf("%w: schema %d is larger than %d bytes", schema.ErrSchemaMismatch, id, registryMaxBody)
+		return sr, fmt.Errorf("%w: %s is larger than %d bytes", schema.ErrSchemaMismatch, what, registryMaxBody)
 	}
-	var sr schemaResponse
 	if err := json.Unmarshal(body, &sr); err != nil {
-		return "", fmt.Errorf("operator: schema registry: schema %d: %w", id, err)
+		return sr, fmt.Errorf("operator: schema registry: %s: %w", what, err)
 	}
-	if sr.SchemaType != "" && sr.SchemaType != "AVRO" {
-		return "", fmt.Errorf("%w: schema %d is %s, not Avro", schema.ErrSchemaMismatch, id, sr.SchemaType)
-	}
-	return sr.Schema, nil
+	return sr, nil
 }
 
-// newSchemas returns the schema cache of framed Avro input, or nil for
-// the other formats. A schema that cannot be used is logged at ERROR once
+// newSchemas returns the schema cache of framed Avro or Protobuf input,
+// or nil for the other formats. A schema that cannot be used is logged at ERROR once
 // per id, naming the missing fields and the id (never message content);
 // a failed fetch at WARN, at each message of the id until one succeeds.
 func (o *Operator) newSchemas() (*schema.Schemas, error) {
 	sc := o.cfg.Schema
-	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
+	if sc.Registry.URL == "" { // validated: format avro or protobuf
+
 		return nil, nil
 	}
 	c, err := newRegistryClient(sc.Registry)

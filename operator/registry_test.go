@@ -14,7 +14,9 @@ import (
 )
 
 // TestRegistryClient: the client's answers to each status of
-// GET /schemas/ids/{id}, with basic auth from a password file.
+// GET /schemas/ids/{id}, with basic auth from a password file, and the
+// references of a Protobuf schema resolved through
+// GET /subjects/{subject}/versions/{version}, transitively.
 func TestRegistryClient(t *testing.T) {
 	var fails atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -22,7 +24,7 @@ func TestRegistryClient(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		switch r.URL.Path {
+		switch r.URL.EscapedPath() {
 		case "/ccompat/schemas/ids/1":
 			_, _ = w.Write([]byte(`{"schema": "{\"type\": \"record\", \"name\": \"R\", \"fields\": []}"}`))
 		case "/ccompat/schemas/ids/2":
@@ -35,6 +37,17 @@ func TestRegistryClient(t *testing.T) {
 			_, _ = w.Write([]byte(`{"schema": "\"long\"", "schemaType": "AVRO"}`))
 		case "/ccompat/schemas/ids/4":
 			w.WriteHeader(http.StatusInternalServerError)
+		case "/ccompat/schemas/ids/6":
+			_, _ = w.Write([]byte(`{"schema": "import \"a.proto\";", "schemaType": "PROTOBUF",
+				"references": [{"name": "a.proto", "subject": "a/b", "version": 2}]}`))
+		case "/ccompat/subjects/a%2Fb/versions/2":
+			_, _ = w.Write([]byte(`{"schema": "import \"c.proto\";", "schemaType": "PROTOBUF",
+				"references": [{"name": "c.proto", "subject": "c", "version": 1}]}`))
+		case "/ccompat/subjects/c/versions/1":
+			_, _ = w.Write([]byte(`{"schema": "message C {}", "schemaType": "PROTOBUF"}`))
+		case "/ccompat/schemas/ids/7":
+			_, _ = w.Write([]byte(`{"schema": "", "schemaType": "PROTOBUF",
+				"references": [{"name": "gone.proto", "subject": "gone", "version": 1}]}`))
 		default:
 			http.NotFound(w, r)
 		}
@@ -48,14 +61,21 @@ func TestRegistryClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.fetch(1); err != nil || !strings.Contains(s, `"record"`) {
-		t.Errorf("id 1: %q %v", s, err)
+	if s, err := c.fetch(1); err != nil || !strings.Contains(s.Schema, `"record"`) || s.Type != "" {
+		t.Errorf("id 1: %+v %v", s, err)
 	}
-	if _, err := c.fetch(2); !errors.Is(err, schema.ErrSchemaMismatch) {
-		t.Errorf("id 2 (Protobuf): %v, want ErrSchemaMismatch", err)
+	if s, err := c.fetch(2); err != nil || s.Type != "PROTOBUF" || s.Schema != `syntax = "proto3";` {
+		t.Errorf("id 2 (Protobuf): %+v %v", s, err)
 	}
-	if s, err := c.fetch(3); err != nil || s != `"long"` {
-		t.Errorf("id 3 (one 503, then the schema): %q %v", s, err)
+	if s, err := c.fetch(3); err != nil || s.Schema != `"long"` || s.Type != "AVRO" {
+		t.Errorf("id 3 (one 503, then the schema): %+v %v", s, err)
+	}
+	want := map[string]string{"a.proto": `import "c.proto";`, "c.proto": "message C {}"}
+	if s, err := c.fetch(6); err != nil || len(s.References) != 2 || s.References["a.proto"] != want["a.proto"] || s.References["c.proto"] != want["c.proto"] {
+		t.Errorf("id 6 (references): %+v %v, want references %v", s, err, want)
+	}
+	if _, err := c.fetch(7); !errors.Is(err, schema.ErrSchemaMismatch) || !strings.Contains(err.Error(), "gone.proto") {
+		t.Errorf("id 7 (a reference not in the registry): %v, want ErrSchemaMismatch naming it", err)
 	}
 	if _, err := c.fetch(4); err == nil || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), "status 500") {
 		t.Errorf("id 4 (500): %v, want a failure", err)
@@ -72,29 +92,39 @@ func TestRegistryClient(t *testing.T) {
 	}
 }
 
-// TestLoadAvroSchemaFile: a file path in schema.avro_schema is read by the
-// loader (the schema package reads no files), and an unreadable one is a
-// config problem naming the setting.
-func TestLoadAvroSchemaFile(t *testing.T) {
+// TestLoadSchemaFile: a file path in schema.avro_schema or
+// schema.protobuf_schema is read by the loader (the schema package reads
+// no files), and an unreadable one is a config problem naming the
+// setting.
+func TestLoadSchemaFile(t *testing.T) {
 	dir := t.TempDir()
-	avsc := filepath.Join(dir, "r.avsc")
-	const js = `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`
-	if err := os.WriteFile(avsc, []byte(js), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ path, want string }{{avsc, js}, {filepath.Join(dir, "missing.avsc"), ""}} {
-		file := filepath.Join(dir, "c.yaml")
-		yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
-			"schema:\n  format: avro\n  avro_schema: " + c.path + "\n  time_field: ts\n"
-		if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+	for _, f := range []struct {
+		key, file, text, extra string
+		got                    func(Config) string
+	}{
+		{"avro_schema", "r.avsc", `{"type": "record", "name": "R", "fields": [{"name": "ts", "type": "long"}]}`,
+			"  format: avro\n", func(c Config) string { return c.Schema.AvroSchema }},
+		{"protobuf_schema", "r.proto", "syntax = \"proto3\";\nmessage R { int64 ts = 1; }\n",
+			"  format: protobuf\n  protobuf_message: R\n", func(c Config) string { return c.Schema.ProtobufSchema }},
+	} {
+		path := filepath.Join(dir, f.file)
+		if err := os.WriteFile(path, []byte(f.text), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg, err := Load(file, nil)
-		switch {
-		case c.want != "" && (err != nil || cfg.Schema.AvroSchema != js):
-			t.Errorf("%s: %v, avro_schema %q", c.path, err, cfg.Schema.AvroSchema)
-		case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema.avro_schema")):
-			t.Errorf("%s: %v, want a problem naming schema.avro_schema", c.path, err)
+		for _, c := range []struct{ path, want string }{{path, f.text}, {filepath.Join(dir, "missing"), ""}} {
+			file := filepath.Join(dir, "c.yaml")
+			yaml := "kafka:\n  input_topics: [a]\n  group_id: g\n  output_topic: o\n" +
+				"schema:\n" + f.extra + "  " + f.key + ": " + c.path + "\n  time_field: ts\n"
+			if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := Load(file, nil)
+			switch {
+			case c.want != "" && (err != nil || f.got(cfg) != c.want):
+				t.Errorf("%s %s: %v, read %q", f.key, c.path, err, f.got(cfg))
+			case c.want == "" && (err == nil || !strings.Contains(err.Error(), "schema."+f.key)):
+				t.Errorf("%s %s: %v, want a problem naming schema.%s", f.key, c.path, err, f.key)
+			}
 		}
 	}
 }
