@@ -486,27 +486,12 @@ func TestLanesQuantiles(t *testing.T) {
 		if ap.name != "quantiles:voltage" || lo != laneVoltLower || hi != laneVoltUpper {
 			t.Fatalf("%s: last aggregate %s over [%g, %g], want quantiles:voltage over [200, 260]", mech, ap.name, lo, hi)
 		}
-		co, err := newCore(c, p, testKey(), testBase)
-		if err != nil {
-			t.Fatal(err)
+		var evs []schema.Event
+		for _, e := range genLaneStream(7, 1, 60).events {
+			evs = append(evs, schema.Event{Time: e.time, Unit: e.user, Group: schema.MakeGroup(e.region), Bucket: -1, Value: e.kwh, HasValue: true,
+				Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.volt, Has: true}}}})
 		}
-		if err := co.assign([]tp{{"in", 0}}); err != nil {
-			t.Fatal(err)
-		}
-		for i, e := range genLaneStream(7, 1, 60).events {
-			ev := schema.Event{Time: e.time, Unit: e.user, Group: schema.MakeGroup(e.region), Bucket: -1, Value: e.kwh, HasValue: true,
-				Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.volt, Has: true}}}}
-			co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0, Offset: int64(i), Time: time.UnixMilli(e.time)}, ev: ev})
-		}
-		co.advance(0, testBase+2*testSize.Milliseconds())
-		ws := co.poll()
-		if len(ws) == 0 {
-			t.Fatal("no window closed")
-		}
-		out, _, _, err := p.releaseWindow(&ws[0], testKey(), "test", "i", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, out := releaseFirstWindow(t, c, p, testBase, evs)
 		n := 0
 		for _, m := range out {
 			r := m.rel
@@ -559,29 +544,14 @@ func TestLanesFactorization(t *testing.T) {
 			t.Fatalf("%s: not factorized", name)
 		}
 	}
-	co, err := newCore(c, p, testKey(), hs)
+	var evs []schema.Event
+	for _, e := range genStream(3, 1, 30).events {
+		evs = append(evs, schema.Event{Time: e.time - testBase + hs, Group: schema.MakeGroup(e.region), Bucket: slices.Index(testCategories, e.cat), Value: e.value, HasValue: true,
+			Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.value, Has: true}}}})
+	}
+	w, out := releaseFirstWindow(t, c, p, hs, evs)
+	out, _, err := p.addRunning(out, nil, w)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := co.assign([]tp{{"in", 0}}); err != nil {
-		t.Fatal(err)
-	}
-	s := genStream(3, 1, 30)
-	for i, e := range s.events {
-		ev := schema.Event{Time: e.time - testBase + hs, Group: schema.MakeGroup(e.region), Bucket: slices.Index(testCategories, e.cat), Value: e.value, HasValue: true,
-			Extra: &schema.Extra{Measures: []schema.MeasureValue{{Value: e.value, Has: true}}}}
-		co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0, Offset: int64(i), Time: time.UnixMilli(ev.Time)}, ev: ev})
-	}
-	co.advance(0, hs+2*testSize.Milliseconds())
-	ws := co.poll()
-	if len(ws) == 0 {
-		t.Fatal("no window closed")
-	}
-	out, _, _, err := p.releaseWindow(&ws[0], testKey(), "test", "i", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, _, err = p.addRunning(out, nil, &ws[0]); err != nil {
 		t.Fatal(err)
 	}
 	n := 0
@@ -602,4 +572,31 @@ func TestLanesFactorization(t *testing.T) {
 	if n != 3 {
 		t.Errorf("%d sum:v2 releases, want 3", n)
 	}
+}
+
+// releaseFirstWindow feeds evs (arriving at their event times) to a core
+// of c and p on one partition, releasing from from, and returns the first
+// window that closes and its releases.
+func releaseFirstWindow(t *testing.T, c Config, p *plan, from int64, evs []schema.Event) (*windows.Window, []outMsg) {
+	t.Helper()
+	co, err := newCore(c, p, testKey(), from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := co.assign([]tp{{"in", 0}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range evs {
+		co.handleItem(&item{m: kafka.Message{Topic: "in", Partition: 0, Offset: int64(i), Time: time.UnixMilli(evs[i].Time)}, ev: evs[i]})
+	}
+	co.advance(0, from+2*testSize.Milliseconds())
+	ws := co.poll()
+	if len(ws) == 0 {
+		t.Fatal("no window closed")
+	}
+	out, _, _, err := p.releaseWindow(&ws[0], testKey(), "test", "i", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &ws[0], out
 }
