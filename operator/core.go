@@ -71,6 +71,14 @@ type core struct {
 	dec    *schema.Decoder
 	agg    *windows.Tumbling // every partition's events (nil when split)
 	public map[string]bool   // nil: every group
+	// lanes are the extra measures and histograms (lanes.go), each with a
+	// Tumbling fed the same events as agg (laneAggs), or in split mode as
+	// the partition's (splitLanes[partition], lanes_partials.go); their
+	// windows are attached to agg's (windows.Window.Lanes) as they close,
+	// their partials to the partition's.
+	lanes      []*lane
+	laneAggs   []*windows.Tumbling
+	splitLanes map[int32][]*windows.Tumbling
 
 	// split (kafka.scale_out, stage 1): one Tumbling per input partition,
 	// each emitting that partition's partial state of every window, so that
@@ -134,12 +142,36 @@ func newCore(cfg Config, pl *plan, key rng.Key, from int64) (*core, error) {
 			c.public[g] = true
 		}
 	}
+	if hasLanes(cfg) {
+		if c.lanes, err = lanesOf(cfg); err != nil {
+			return nil, err
+		}
+		c.splitLanes = map[int32][]*windows.Tumbling{}
+	}
 	if !c.split {
 		if c.agg, err = c.newAgg(); err != nil {
 			return nil, err
 		}
+		if err := c.newLanes(); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
+}
+
+// newLanes makes the Tumbling of every lane (single instance).
+func (c *core) newLanes() error {
+	for _, l := range c.lanes {
+		agg, err := windows.New(l.wcfg, c.seed)
+		if err != nil {
+			return fmt.Errorf("operator: %s: %w", l.name, err)
+		}
+		if err := agg.EmitFrom(c.from); err != nil {
+			return fmt.Errorf("operator: first window %d: %w", c.from, err)
+		}
+		c.laneAggs = append(c.laneAggs, agg)
+	}
+	return nil
 }
 
 // newAgg returns a Tumbling that releases windows from c.from on.
@@ -180,10 +212,18 @@ func (c *core) assign(parts []tp) error {
 			}
 			agg.AssignPartitions(id)
 			c.aggs[id] = agg
+			if len(c.lanes) > 0 {
+				if c.splitLanes[id], err = c.newSplitLanes(id); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if !c.split {
 		c.agg.AssignPartitions(ids...)
+		for _, la := range c.laneAggs {
+			la.AssignPartitions(ids...)
+		}
 	}
 	return nil
 }
@@ -246,10 +286,15 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 	if agg == nil {
 		return outDropped, schema.ReasonNone, windows.Unassigned
 	}
-	st, start := agg.Add(windows.Event{
+	we := windows.Event{
 		Partition: id, Offset: m.Offset, Time: ev.Time, Arrival: arrival, Unit: ev.Unit, Group: ev.Group,
 		Bucket: ev.Bucket, Value: ev.Value, HasValue: ev.HasValue,
-	})
+	}
+	st, start := agg.Add(we)
+	for i, la := range c.laneAggsOf(id) {
+		// The same time, arrival and partition, so the same status.
+		la.Add(c.lanes[i].laneEvent(we, ev.Extra))
+	}
 	switch st {
 	case windows.Accepted:
 		h := c.holds[start]
@@ -274,6 +319,9 @@ func (c *core) handleItem(it *item) (outcome, schema.Reason, windows.Status) {
 func (c *core) advance(id int32, arrival int64) {
 	if agg := c.aggOf(id); agg != nil {
 		_ = agg.Advance(id, arrival) // a record's timestamp is in range; id is assigned
+	}
+	for _, la := range c.laneAggsOf(id) {
+		_ = la.Advance(id, arrival)
 	}
 }
 
@@ -303,13 +351,44 @@ func (c *core) applyCaughtUp() {
 		if agg := c.aggOf(id); agg != nil {
 			_ = agg.Advance(id, at.UnixMilli()-c.idle) // clock times are in range; a revoked id is skipped
 		}
+		for _, la := range c.laneAggsOf(id) {
+			_ = la.Advance(id, at.UnixMilli()-c.idle)
+		}
 		delete(c.caught, id)
 	}
 }
 
 // poll returns the windows that closed.
 func (c *core) poll() []windows.Window {
-	return c.agg.Poll(0)
+	return c.attachLanes(c.agg.Poll(0))
+}
+
+// attachLanes polls every lane and attaches the lanes' windows to ws (the
+// primary's windows just polled), matched by start. The lanes saw the same
+// events and watermarks as the primary, so they close the same windows;
+// a lane window that is missing is attached empty.
+func (c *core) attachLanes(ws []windows.Window) []windows.Window {
+	if len(c.laneAggs) == 0 {
+		return ws
+	}
+	polled := make([]map[int64]windows.Window, len(c.laneAggs))
+	for i, la := range c.laneAggs {
+		polled[i] = map[int64]windows.Window{}
+		for _, w := range la.Poll(0) {
+			polled[i][w.Start] = w
+		}
+	}
+	for k := range ws {
+		ws[k].Lanes = make([]windows.Window, len(c.laneAggs))
+		for i := range c.laneAggs {
+			lw, ok := polled[i][ws[k].Start]
+			if !ok {
+				lw = windows.Window{Start: ws[k].Start, End: ws[k].End}
+			}
+			ws[k].Lanes[i] = lw
+		}
+	}
+	return ws
 }
 
 // publicationDelay is how long after its end (Unix ms) a live window is
@@ -339,7 +418,7 @@ func (c *core) collect() bool {
 	if len(c.held) >= windows.DefaultPollLimit {
 		return false
 	}
-	ws := c.agg.Poll(0)
+	ws := c.attachLanes(c.agg.Poll(0))
 	c.held = append(c.held, ws...)
 	return len(ws) > 0
 }
@@ -381,8 +460,9 @@ func (c *core) final(starts ...int64) {
 // partialOut is the partial state of one window of one input partition
 // (split mode).
 type partialOut struct {
-	pid int32
-	p   windows.Partial
+	pid   int32
+	p     windows.Partial
+	lanes []windows.Partial // the lanes' partials of the window (lanes_partials.go)
 }
 
 // pollPartials returns the partials of the windows that closed on every
@@ -400,10 +480,24 @@ func (c *core) pollPartials() []partialOut {
 		for {
 			ps := c.aggs[id].PollPartials(0)
 			for _, p := range ps {
-				out = append(out, partialOut{id, p})
+				out = append(out, partialOut{pid: id, p: p})
 			}
 			if len(ps) < windows.DefaultPollLimit {
 				break
+			}
+		}
+		if len(c.lanes) == 0 {
+			continue
+		}
+		lps := c.pollLanePartials(id)
+		for k := range out {
+			if out[k].pid != id {
+				continue
+			}
+			for _, m := range lps {
+				if lp, ok := m[out[k].p.Start]; ok {
+					out[k].lanes = append(out[k].lanes, lp) // one per lane, or encodePartial refuses it
+				}
 			}
 		}
 	}

@@ -257,6 +257,7 @@ const (
 	kindFloatList  // []float64
 	kindGroupLists // [][]string (privacy.public_groups)
 	kindMap        // map[string]string (privacy.mechanisms)
+	kindRecords    // a list of maps (schema.measures, schema.histograms)
 )
 
 // configKeys returns every config key (by mapstructure tag) with its kind,
@@ -278,6 +279,8 @@ func configKeys() map[string]keyKind {
 				walk(ft, key)
 			case ft.Kind() == reflect.Map:
 				out[key] = kindMap
+			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+				out[key] = kindRecords
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Slice:
 				out[key] = kindGroupLists
 			case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Float64:
@@ -308,6 +311,7 @@ var typeExample = map[keyKind]string{
 	kindList:       "is not a list; use e.g. [a, b] in YAML, or a,b in the environment and --set",
 	kindFloatList:  "is not a list of numbers; use e.g. [0, 1.5, 10] in YAML, or 0,1.5,10 in the environment and --set",
 	kindGroupLists: "is not a list of groups; use e.g. [[north], [south]] in YAML, or north;south in the environment and --set (groups separated by ';', the values of one group by ',')",
+	kindRecords:    "is not a list of maps; use e.g. [{name: voltage, field: voltage, lower: 200, upper: 260}] in YAML",
 	kindMap:        "is not a map; use e.g. {count: laplace} in YAML, or DPSTREAM_PRIVACY_MECHANISMS_COUNT=laplace / --set privacy.mechanisms.count=laplace",
 }
 
@@ -490,6 +494,17 @@ func typeOK(kind keyKind, raw any) bool {
 		_, ok := raw.(map[string]any)
 		_, ok2 := raw.(map[string]string)
 		return ok || ok2
+	case kindRecords:
+		rv := reflect.ValueOf(raw)
+		if rv.Kind() != reflect.Slice {
+			return false
+		}
+		for i := range rv.Len() {
+			if reflect.ValueOf(rv.Index(i).Interface()).Kind() != reflect.Map {
+				return false
+			}
+		}
+		return true
 	}
 	// Strings (and string types such as schema.Format): any scalar.
 	switch reflect.ValueOf(raw).Kind() {

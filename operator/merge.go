@@ -67,6 +67,11 @@ type merger struct {
 	firstOff   map[int64]int64                     // window start → offset of its oldest chunk
 	nextOffset int64                               // after the last message read (-1: none)
 	committed  int64                               // the offset last committed (-2: none)
+
+	// lanes and lanePending: the extra measures and histograms, and
+	// their partials beside pending's (lanes_partials.go); nil without.
+	lanes       []*lane
+	lanePending map[int64]map[int32][]windows.Partial
 }
 
 // mergeGeneration is one generation of the merge group: a standby waits
@@ -160,6 +165,13 @@ func (o *Operator) takeOver(mctx context.Context, gen *kafka.Generation, pa kafk
 		expected: expected, next: st.emitFrom(o.plan),
 		pending: map[int64]map[int32]windows.Partial{}, firstOff: map[int64]int64{},
 		nextOffset: -1, committed: -2,
+	}
+	if hasLanes(o.cfg) {
+		var err error
+		if m.lanes, err = lanesOf(o.cfg); err != nil {
+			return nil, err
+		}
+		m.lanePending = map[int64]map[int32][]windows.Partial{}
 	}
 	return m, nil
 }
@@ -308,6 +320,9 @@ func (m *merger) publishReady() (stop bool, err error) {
 		if err != nil {
 			return true, fmt.Errorf("operator: merging window %s: %w", tsString(m.next), err)
 		}
+		if err := m.mergeLanes(&win, m.next); err != nil {
+			return true, err
+		}
 		if err := o.publish(m.ctx, m.st, []windows.Window{win}, o.now()); err != nil {
 			if errors.Is(err, errCrash) || m.ctx.Err() == nil {
 				return true, err
@@ -315,6 +330,7 @@ func (m *merger) publishReady() (stop bool, err error) {
 			return true, nil
 		}
 		delete(m.pending, m.next)
+		delete(m.lanePending, m.next)
 		delete(m.firstOff, m.next)
 		m.next += m.size
 		m.asm.drop(m.next)
@@ -329,7 +345,7 @@ func (m *merger) publishReady() (stop bool, err error) {
 // deployment's partials are counted and skipped.
 func (m *merger) add(msg kafka.Message) bool {
 	m.nextOffset = msg.Offset + 1
-	c, p, first, ok := m.assemble(msg)
+	c, p, lanes, first, ok := m.assemble(msg)
 	if !ok {
 		return false
 	}
@@ -358,6 +374,12 @@ func (m *merger) add(msg kafka.Message) bool {
 		return false
 	}
 	ps[c.id.pid] = p
+	if m.lanes != nil {
+		if m.lanePending[c.id.start] == nil {
+			m.lanePending[c.id.start] = map[int32][]windows.Partial{}
+		}
+		m.lanePending[c.id.start][c.id.pid] = lanes
+	}
 	if f, ok := m.firstOff[c.id.start]; !ok || first < f {
 		m.firstOff[c.id.start] = first
 	}
@@ -368,16 +390,16 @@ func (m *merger) add(msg kafka.Message) bool {
 // assembler; ok is true when it completed a partial of a window not yet
 // final, which is returned decoded with the offset of its first chunk.
 // Rejections are counted by reason and logged without content.
-func (m *merger) assemble(msg kafka.Message) (c partialChunk, p windows.Partial, first int64, ok bool) {
+func (m *merger) assemble(msg kafka.Message) (c partialChunk, p windows.Partial, lanes []windows.Partial, first int64, ok bool) {
 	o := m.o
 	c, err := decodePartialChunk(msg.Value)
 	if err != nil {
 		o.m.partialsRejected.WithLabelValues("not_partial").Inc()
 		o.log.Warn("skipping a message of the partials topic that is not a partial state", "offset", msg.Offset)
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	}
 	if c.id.start < m.next {
-		return c, p, 0, false // a window already final (a replayed stage 1 writes it again)
+		return c, p, nil, 0, false // a window already final (a replayed stage 1 writes it again)
 	}
 	b, first, err := m.asm.add(c, msg.Offset)
 	switch {
@@ -390,27 +412,28 @@ func (m *merger) assemble(msg kafka.Message) (c partialChunk, p windows.Partial,
 			"a replay, or an instance of an earlier version still writes; stop every instance of an earlier version, "+
 			"then see the upgrade notes if a window waits for this partition",
 			"offset", msg.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid, "cutoff", tsString(m.rec.boundFrom))
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	case errors.Is(err, errPartialMAC):
 		o.m.partialsRejected.WithLabelValues("mac").Inc()
 		o.log.Warn("rejecting a partial state that this deployment did not write (damaged, another deployment's: "+
 			"another key, namespace, configuration, input topics or partials topic; or this deployment's from before a key "+
 			"rotation or two configuration changes): if a window waits for this partition, replay its input (see the upgrade notes)",
 			"offset", msg.Offset, "window", tsString(c.id.start), "partition_id", c.id.pid)
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	case err != nil:
 		o.m.partialsRejected.WithLabelValues("damaged").Inc()
 		o.log.Warn("skipping a damaged partial state", "offset", msg.Offset, "err", err)
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	case b == nil:
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	}
-	if err := p.UnmarshalBinary(b); err != nil {
+	p, lanes, err = decodePartial(b, len(m.lanes))
+	if err != nil {
 		o.m.partialsRejected.WithLabelValues("damaged").Inc()
 		o.log.Warn("skipping an undecodable partial state", "offset", msg.Offset, "err", err)
-		return c, p, 0, false
+		return c, p, nil, 0, false
 	}
-	return c, p, first, true
+	return c, p, lanes, first, true
 }
 
 // complete reports whether ps has a partial of every expected partition.

@@ -437,11 +437,12 @@ func (o *Operator) warnOnce(cause, msg string, args ...any) {
 	o.log.Warn(msg, args...)
 }
 
-// seriesRanges gives, per "aggregate.series", the range every value of the
+// seriesRanges gives, per "aggregate.series" (the aggregate's type: an
+// extra measure's mean:voltage is a mean), the range every value of the
 // series lies in whatever the data (an interval covering it says nothing).
 // An aggregate with a bounded released value adds its entry here.
-var seriesRanges = map[string]func(p *plan) (lo, hi float64){
-	AggMean + "." + schema.SeriesMean: func(p *plan) (float64, float64) { return p.lower, p.upper },
+var seriesRanges = map[string]func(r *schema.Release) (lo, hi float64){
+	AggMean + "." + schema.SeriesMean: func(r *schema.Release) (float64, float64) { return r.Bounds.Lower, r.Bounds.Upper },
 }
 
 // warnReleases warns when windows keep releasing nothing under private
@@ -467,11 +468,11 @@ func (o *Operator) warnReleases(w *windows.Window, out []outMsg, dup int) {
 	for i := range out {
 		r := &out[i].rel
 		for _, sr := range r.Series {
-			rng, ok := seriesRanges[r.Aggregate+"."+sr.Name]
+			rng, ok := seriesRanges[baseAggregate(r.Aggregate)+"."+sr.Name]
 			if !ok {
 				continue
 			}
-			lo, hi := rng(p)
+			lo, hi := rng(r)
 			for j := range sr.Lo {
 				if sr.Lo[j] <= lo && sr.Hi[j] >= hi {
 					o.warnOnce("whole_range:"+r.Aggregate+"."+sr.Name,

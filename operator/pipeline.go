@@ -130,6 +130,11 @@ func (p *plan) releaseWindowAt(w *windows.Window, key rng.Key, namespace, instan
 				Budget: p.window, Spent: spent, Horizon: hz,
 				Unit: p.unit, Bounds: p.bounds, Instance: instance, Note: note,
 			}
+			if ap.lane != nil {
+				r.Bounds = ap.lane.view.bounds
+				lg := laneGroup(w, ap.lane.index, g.Key)
+				g = &lg
+			}
 			for i, f := range p.groupFields {
 				r.Group = append(r.Group, schema.GroupValue{Name: f, Value: vals[i]})
 			}

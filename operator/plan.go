@@ -188,6 +188,7 @@ type aggPlan struct {
 	name   string
 	kind   schema.Kind
 	agg    aggregator    // the aggregate's type (aggregate.go)
+	lane   *lane         // the extra measure or histogram it releases (lanes.go); nil: the primary
 	noises []vectorNoise // one per noised series, in schema order
 	// quantilePlan is filled by the quantiles aggregate only
 	// (quantilesAgg.complete).
@@ -268,12 +269,14 @@ func (p *plan) at(start int64) *plan {
 }
 
 // specsOf lists the noised vectors of a window in release order — the
-// parts of every configured aggregate, then private group selection's —
-// and whether private group selection is needed.
-func specsOf(c Config, sens windows.Sensitivities, public bool) (specs []partSpec, needSel bool) {
-	for _, a := range configuredAggregates(c) {
+// parts of every released aggregate (aggs: releasedAggregates), then
+// private group selection's — and whether private group selection is
+// needed. A lane's aggregate takes the mechanism configured for its
+// aggregate type (privacy.mechanisms.sum for sum:voltage).
+func specsOf(c Config, aggs []aggregator, sens windows.Sensitivities, public bool) (specs []partSpec, needSel bool) {
+	for _, a := range aggs {
 		for _, s := range a.parts(sens) {
-			s.agg, s.configured = a.name(), c.Privacy.MechanismFor(a.name())
+			s.agg, s.configured = a.name(), c.Privacy.MechanismFor(baseAggregate(a.name()))
 			specs = append(specs, s)
 		}
 	}
@@ -327,7 +330,11 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 	if err != nil {
 		return nil, err
 	}
-	specs, needSel := specsOf(c, p.sens, p.publicGroups != nil)
+	aggs, err := releasedAggregates(c)
+	if err != nil {
+		return nil, err
+	}
+	specs, needSel := specsOf(c, aggs, p.sens, p.publicGroups != nil)
 	parts, pw, shift, err := selectionBudget(p.total, p.compose, needSel)
 	if err != nil {
 		return nil, err
@@ -341,7 +348,7 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 		return nil, err
 	}
 	for i := range noises {
-		if a := aggregateNamed(specs[i].agg); fact != nil && a != nil && a.running() {
+		if a := aggregateNamed(baseAggregate(specs[i].agg)); fact != nil && a != nil && a.running() {
 			noises[i].fact = &factNoise{f: fact}
 			if noises[i].kind == realLattice {
 				// A coarser lattice keeps σ_z = K·σ within the sampler's
@@ -376,7 +383,7 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 			return nil, err
 		}
 	}
-	if err := p.planAggregates(c, specs, noises, beta); err != nil {
+	if err := p.planAggregates(c, aggs, specs, noises, beta); err != nil {
 		return nil, err
 	}
 	p.ledger = newLedger(pparts, scales, p.compose, ideal, pw, shift, c.Privacy.Horizon != 0, p.total)
@@ -499,14 +506,14 @@ func selectionBudget(total privacy.Budget, nw int, needSel bool) (parts privacy.
 	return parts, pw, shift, nil
 }
 
-// planAggregates is the step of buildPlan that gives every configured
-// aggregate its plan: its kind, its calibrated noises (the next of noises,
-// in the order of specs) and what the aggregate completes (the quantiles'
-// tree).
-func (p *plan) planAggregates(c Config, specs []partSpec, noises []vectorNoise, beta float64) error {
+// planAggregates is the step of buildPlan that gives every released
+// aggregate (aggs) its plan: its kind, its lane, its calibrated noises (the
+// next of noises, in the order of specs) and what the aggregate completes
+// (the quantiles' tree).
+func (p *plan) planAggregates(c Config, aggs []aggregator, specs []partSpec, noises []vectorNoise, beta float64) error {
 	k := 0
-	for _, a := range configuredAggregates(c) {
-		ap := aggPlan{name: a.name(), kind: a.kind(), agg: a}
+	for _, a := range aggs {
+		ap := aggPlan{name: a.name(), kind: a.kind(), agg: a, lane: laneOf(a)}
 		for k < len(noises) && specs[k].agg == ap.name {
 			ap.noises = append(ap.noises, noises[k])
 			k++

@@ -53,7 +53,7 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	s := n.sens
 	out := &SeriesSensitivity{L0: s.L0, L1: s.L1, L2: s.L2, LInf: s.Linf}
 	agg, series, _ := strings.Cut(n.part, ".")
-	b := boundNames(agg, series)
+	b := boundNames(baseAggregate(agg), series)
 	switch {
 	case b.l1 != "" && s.Total:
 		out.L1Bound, out.L2Bound = b.l1Total, b.l2Total

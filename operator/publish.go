@@ -141,7 +141,7 @@ func (o *Operator) publishPartials(ctx context.Context, st *runState, ps []parti
 	macKey := partialMACKey(o.key, partialBindingOf(o.cfg.Kafka, o.plan.digest))
 	var msgs []kafka.Message
 	for _, p := range ps {
-		b, err := p.p.MarshalBinary()
+		b, err := encodePartial(p, laneCount(o.cfg))
 		if err != nil {
 			return fmt.Errorf("operator: encoding a partial state: %w", err)
 		}

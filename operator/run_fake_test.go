@@ -19,13 +19,7 @@ import (
 // intervals at the stated rate (checkReleases); the state topic then says
 // the last window is final, with nothing published after it.
 func TestRunFakeBroker(t *testing.T) {
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	brokers := fake.ListenAddrs()
-	cl := testClients(t, brokers)
+	brokers, cl := fakeBroker(t)
 	in, out, group := "run-fake-in", "run-fake-out", "run-fake"
 	createTopic(t, cl, in, 2)
 	s := genStream(11, 4, 60)
@@ -62,4 +56,17 @@ func TestRunFakeBroker(t *testing.T) {
 	if len(raw) != len(rels) {
 		t.Errorf("%d release messages, %d distinct releases", len(raw), len(rels))
 	}
+}
+
+// fakeBroker starts an in-process broker of one node, closed at the end of
+// the test, and returns its addresses and clients.
+func fakeBroker(t *testing.T) ([]string, *clients) {
+	t.Helper()
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	brokers := fake.ListenAddrs()
+	return brokers, testClients(t, brokers)
 }

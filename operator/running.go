@@ -125,7 +125,11 @@ func runningNote(c Config) string {
 		return ""
 	}
 	var aggs []string
-	for _, a := range configuredAggregates(c) {
+	all, err := releasedAggregates(c) // with extra measures, their sums too
+	if err != nil {
+		all = configuredAggregates(c)
+	}
+	for _, a := range all {
 		if a.running() {
 			aggs = append(aggs, a.name())
 		}

@@ -155,7 +155,7 @@ func useFactorization(c Config, specs []partSpec) (*continual.Factorization, err
 		return nil, fmt.Errorf("operator: running totals: %w", err)
 	}
 	for i := range specs {
-		if a := aggregateNamed(specs[i].agg); a != nil && a.running() {
+		if a := aggregateNamed(baseAggregate(specs[i].agg)); a != nil && a.running() {
 			specs[i].configured = (privacy.DiscreteGaussian{}).Name()
 		}
 	}

@@ -162,15 +162,22 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 	if partials < nWindows*4 { // at least one partial per window and input partition
 		t.Errorf("dpstream_partials_written_total over the instances = %v, want ≥ %d", partials, nWindows*4)
 	}
-	rels, raw := readReleases(t, cl, out) // fails on a key published twice
-	if len(rels) != len(refRels) {
-		t.Errorf("three instances published %d releases, one instance %d", len(rels), len(refRels))
+	_, raw := readReleases(t, cl, out) // fails on a key published twice
+	sameReleases(t, refRaw, raw, "one instance", "three instances")
+}
+
+// sameReleases fails t unless got (key → release bytes, of run b) holds
+// exactly the releases of want (of run a), byte for byte.
+func sameReleases(t *testing.T, want, got map[string][]byte, a, b string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s published %d releases, %s %d", b, len(got), a, len(want))
 	}
-	for k, b := range refRaw {
-		if got, ok := raw[k]; !ok {
-			t.Errorf("release %q missing with three instances", k)
-		} else if !bytes.Equal(got, b) {
-			t.Errorf("release %q differs between one and three instances", k)
+	for k, w := range want {
+		if g, ok := got[k]; !ok {
+			t.Errorf("release %q missing in %s", k, b)
+		} else if !bytes.Equal(g, w) {
+			t.Errorf("release %q differs between %s and %s", k, a, b)
 		}
 	}
 }

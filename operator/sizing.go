@@ -76,6 +76,12 @@ type SizingBudget struct {
 	// windows of a horizon compose sequentially).
 	Composition string `json:"composition,omitempty"`
 	Accounting  string `json:"accounting"`
+	// Lanes names the extra measures and histograms (schema.measures,
+	// schema.histograms) whose parts the window's one joint calibration
+	// composes with the others; Parts is then the number of noised parts
+	// it composes. Both omitted without extra measures and histograms.
+	Lanes []string `json:"lanes,omitempty"`
+	Parts int      `json:"parts,omitempty"`
 }
 
 // AggregateSizing is one aggregate's released series.
@@ -186,6 +192,7 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 		s.Budget.Unit = "event"
 	}
 	s.Bounds = boundsSizing(c)
+	laneSizing(&s.Budget, c, p)
 	if p.parallel {
 		s.Budget.Composition = parallelComposition
 	}

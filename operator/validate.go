@@ -43,6 +43,7 @@ func (c Config) Problems() []string {
 	c.Observability.check(&p)
 	c.Output.check(&p)
 	checkRunning(&p, c)
+	checkLanes(&p, c)
 	if c.Kafka.ScaleOut {
 		if t := c.Kafka.partialsTopic(); t == c.Kafka.stateTopic() || t == c.Kafka.OutputTopic || slices.Contains(c.Kafka.InputTopics, t) {
 			p.addf("kafka.partials_topic: %q must differ from the input, output and state topics", t)

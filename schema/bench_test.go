@@ -217,20 +217,20 @@ func BenchmarkCategory(b *testing.B) {
 		for _, name := range []string{"linear", "map"} {
 			b.Run(fmt.Sprintf("n=%d/%s", n, name), func(b *testing.B) {
 				d := mustDecoder(b, Config{TimeField: "t", Histogram: &Histogram{Field: "c", Categories: cats}})
-				d.cats = nil
-				d.catSigs = d.catSigs[:0]
+				d.hist.cats = nil
+				d.hist.catSigs = d.hist.catSigs[:0]
 				for _, c := range cats {
-					d.catSigs = append(d.catSigs, sig([]byte(c)))
+					d.hist.catSigs = append(d.hist.catSigs, sig([]byte(c)))
 				}
 				if name == "map" {
-					d.cats = make(map[string]int)
+					d.hist.cats = make(map[string]int)
 					for i, c := range cats {
-						d.cats[c] = i
+						d.hist.cats[c] = i
 					}
 				}
 				i := 0
 				for b.Loop() {
-					if d.category(keys[i]) != i {
+					if d.hist.category(keys[i]) != i {
 						b.Fatal("wrong bucket")
 					}
 					if i++; i == n {

@@ -156,6 +156,18 @@ type Config struct {
 	// then false) instead of rejecting them.
 	ValueOptional bool `mapstructure:"value_optional"`
 
+	// Measures are extra numeric fields released beside the value field
+	// (which must be set), each with its own bounds, from the same events
+	// and under the same window budget (the operator's lanes). An event
+	// carries them in Event.Measures, in this order. Omitted from JSON
+	// when empty, so that release digests of other configurations are as
+	// before.
+	Measures []Measure `mapstructure:"measures" json:",omitempty"`
+	// Histograms are extra histograms beside Histogram (which must be
+	// set); an event falls in one bucket of each, in Event.Buckets, in
+	// this order. Omitted from JSON when empty.
+	Histograms []NamedHistogram `mapstructure:"histograms" json:",omitempty"`
+
 	// MaxKeyLen is the longest accepted map key in bytes (any key of a map
 	// the decoder reads — the message and the nested maps on configured
 	// paths —, not only configured ones; and every key of a configured
@@ -269,6 +281,7 @@ func (c Config) Validate() error {
 	c.validateFields(p, d)
 	c.validateHistogram(p, d)
 	c.validateValue(p, d)
+	c.validateExtras(p, d)
 	c.validatePaths(p)
 	c.validateRegistry(p, d)
 	if len(p.errs) == 0 && !d.framed() {
@@ -369,6 +382,12 @@ func (c Config) validatePaths(p *problems) {
 		add("histogram.field", c.Histogram.Field)
 	}
 	add("value_field", c.ValueField)
+	for i, m := range c.Measures {
+		add(fmt.Sprintf("measures[%d].field", i), m.Field)
+	}
+	for i, h := range c.Histograms {
+		add(fmt.Sprintf("histograms[%d].field", i), h.Field)
+	}
 	for _, a := range all {
 		for _, b := range all {
 			if isPrefix(a.keys, b.keys) {
@@ -397,45 +416,49 @@ func (c Config) validateFields(p *problems, d Config) {
 
 // validateHistogram checks the histogram, if any.
 func (c Config) validateHistogram(p *problems, d Config) {
-	h := c.Histogram
-	if h == nil {
-		return
+	if c.Histogram != nil {
+		c.checkHistogram(p, d, "histogram", c.Histogram)
 	}
-	p.field(d, "histogram.field", h.Field, true)
+}
+
+// checkHistogram checks the histogram h configured under role
+// ("histogram", "histograms[0]").
+func (c Config) checkHistogram(p *problems, d Config, role string, h *Histogram) {
+	p.field(d, role+".field", h.Field, true)
 	switch {
 	case len(h.Categories) > 0 && len(h.Edges) > 0:
-		p.bad("histogram has both categories and edges; set one")
+		p.bad("%s has both categories and edges; set one", role)
 	case len(h.Categories) == 0 && len(h.Edges) == 0:
-		p.bad("histogram needs categories or edges")
+		p.bad("%s needs categories or edges", role)
 	case h.NumBuckets() > MaxBuckets:
-		p.bad("histogram has %d buckets, more than %d", h.NumBuckets(), MaxBuckets)
+		p.bad("%s has %d buckets, more than %d", role, h.NumBuckets(), MaxBuckets)
 	}
 	cats := make(map[string]int, len(h.Categories))
 	for i, cat := range h.Categories {
 		cats[cat]++
 		switch {
 		case len(cat) > d.MaxStringLen:
-			p.bad("histogram.categories[%d] is longer than max_string_len %d", i, d.MaxStringLen)
+			p.bad("%s.categories[%d] is longer than max_string_len %d", role, i, d.MaxStringLen)
 		case !utf8.ValidString(cat):
-			p.bad("histogram.categories[%d] is not valid UTF-8", i)
+			p.bad("%s.categories[%d] is not valid UTF-8", role, i)
 		case cats[cat] == 2:
-			p.bad("histogram category %q is listed twice", cat)
+			p.bad("%s category %q is listed twice", role, cat)
 		}
 	}
 	if h.Numeric() && (h.Other || h.OtherLabel != "") {
-		p.bad("histogram.other and histogram.other_label apply to categories only")
+		p.bad("%s.other and %s.other_label apply to categories only", role, role)
 	}
 	if h.Other && cats[h.otherLabel()] > 0 {
-		p.bad("histogram other_label %q equals a category", h.otherLabel())
+		p.bad("%s other_label %q equals a category", role, h.otherLabel())
 	}
 	if !utf8.ValidString(h.OtherLabel) {
-		p.bad("histogram.other_label is not valid UTF-8")
+		p.bad("%s.other_label is not valid UTF-8", role)
 	}
 	for i, e := range h.Edges {
 		if math.IsNaN(e) || math.IsInf(e, 0) {
-			p.bad("histogram.edges[%d] is not finite", i)
+			p.bad("%s.edges[%d] is not finite", role, i)
 		} else if i > 0 && !(h.Edges[i-1] < e) {
-			p.bad("histogram.edges must be strictly increasing (edges[%d] ≤ edges[%d])", i, i-1)
+			p.bad("%s.edges must be strictly increasing (edges[%d] ≤ edges[%d])", role, i, i-1)
 		}
 	}
 }

@@ -30,6 +30,11 @@ type Event struct {
 	// HasValue reports whether the event carries a value: always true with
 	// a required value field, false without a value field.
 	HasValue bool
+	// Extra holds the extra measures and histograms (Config.Measures,
+	// Config.Histograms); nil without them, so that an Event of a
+	// configuration without them stays a comparable value and costs no
+	// allocation. Decode reuses an Extra it finds in e.
+	Extra *Extra
 }
 
 // Field roles, as bits: a field name may carry several.
@@ -39,12 +44,18 @@ const (
 	roleGroup
 	roleHist
 	roleValue
+	roleMeasure // an extra measure (numeric)
+	roleHistNum // an extra numeric histogram
+	roleHistCat // an extra categorical histogram (text)
 )
 
 // field is one distinct configured field path.
 type field struct {
 	name  string // the path as configured (ParsePath's spelling)
 	roles uint8
+	// required: a role of the field rejects an event without it (all but
+	// an optional value field or optional measures).
+	required bool
 }
 
 // linearCategories is the number of categories up to which Decode scans
@@ -72,13 +83,13 @@ type Decoder struct {
 	seen  []bool
 	// index of each role's field in fields (−1 when not configured); for
 	// group-by, one per GroupBy entry.
-	timeIdx, unitIdx, histIdx, valueIdx int
-	groupIdx                            []int
-	catList                             []string       // the categories
-	catSigs                             []uint32       // sig of each category, for few categories
-	cats                                map[string]int // category → bucket, for many categories
-	other                               int            // the "other" bucket or −1
-	edges                               []float64
+	timeIdx, unitIdx, valueIdx int
+	groupIdx                   []int
+	hist                       bucketer // the histogram (idx −1: none)
+	// measureIdx and hists are the extra measures' fields and the extra
+	// histograms (Config.Measures, Config.Histograms).
+	measureIdx []int
+	hists      []bucketer
 
 	vals    []scalar // the value of each field in the current message
 	scratch []byte   // unescaped JSON strings of the current message
@@ -127,55 +138,25 @@ func NewDecoder(cfg Config) (*Decoder, error) {
 func newDecoder(cfg Config) *Decoder {
 	cfg.GroupBy = append([]string(nil), cfg.GroupBy...)
 	d := &Decoder{
-		cfg: cfg, timeIdx: -1, unitIdx: -1, histIdx: -1, valueIdx: -1, other: -1,
+		cfg: cfg, timeIdx: -1, unitIdx: -1, valueIdx: -1, hist: bucketer{idx: -1, other: -1},
 		groups: make(map[string]string), nodes: []pathNode{{}},
 	}
-	add := func(name string, role uint8) int {
-		for i := range d.fields {
-			if d.fields[i].name == name {
-				d.fields[i].roles |= role
-				return i
-			}
-		}
-		keys, _ := parsePath(name) // valid: Validate checked it
-		d.fields = append(d.fields, field{name: name, roles: role})
-		d.insert(keys, len(d.fields)-1)
-		return len(d.fields) - 1
-	}
-	d.timeIdx = add(cfg.TimeField, roleTime)
+	d.timeIdx = d.addField(cfg.TimeField, roleTime, true)
 	if cfg.UnitField != "" {
-		d.unitIdx = add(cfg.UnitField, roleUnit)
+		d.unitIdx = d.addField(cfg.UnitField, roleUnit, true)
 	}
 	for _, g := range cfg.GroupBy {
-		d.groupIdx = append(d.groupIdx, add(g, roleGroup))
+		d.groupIdx = append(d.groupIdx, d.addField(g, roleGroup, true))
 	}
 	if h := cfg.Histogram; h != nil {
-		hc := *h
-		hc.Categories = append([]string(nil), h.Categories...)
-		hc.Edges = append([]float64(nil), h.Edges...)
+		hc := cloneHistogram(h)
 		d.cfg.Histogram = &hc
-		d.histIdx = add(h.Field, roleHist)
-		d.edges = hc.Edges
-		if !hc.Numeric() {
-			d.catList = hc.Categories
-			if len(hc.Categories) > linearCategories {
-				d.cats = make(map[string]int, len(hc.Categories))
-				for i, c := range hc.Categories {
-					d.cats[c] = i
-				}
-			} else {
-				for _, c := range hc.Categories {
-					d.catSigs = append(d.catSigs, sig([]byte(c)))
-				}
-			}
-			if hc.Other {
-				d.other = len(hc.Categories)
-			}
-		}
+		d.hist = newBucketer(&hc, d.addField(h.Field, roleHist, true))
 	}
 	if cfg.ValueField != "" {
-		d.valueIdx = add(cfg.ValueField, roleValue)
+		d.valueIdx = d.addField(cfg.ValueField, roleValue, !cfg.ValueOptional)
 	}
+	d.addExtras()
 	d.vals = make([]scalar, len(d.fields))
 	d.seen = make([]bool, len(d.nodes))
 	return d
@@ -187,10 +168,13 @@ func (d *Decoder) Config() Config {
 	c := d.cfg
 	c.GroupBy = append([]string(nil), c.GroupBy...)
 	if h := c.Histogram; h != nil {
-		hc := *h
-		hc.Categories = append([]string(nil), h.Categories...)
-		hc.Edges = append([]float64(nil), h.Edges...)
+		hc := cloneHistogram(h)
 		c.Histogram = &hc
+	}
+	c.Measures = append([]Measure(nil), c.Measures...)
+	c.Histograms = append([]NamedHistogram(nil), c.Histograms...)
+	for i := range c.Histograms {
+		c.Histograms[i].Histogram = cloneHistogram(&c.Histograms[i].Histogram)
 	}
 	return c
 }
@@ -354,23 +338,6 @@ func validUTF8(b []byte) bool {
 	return true
 }
 
-// category returns the bucket of a declared category, or −1.
-func (d *Decoder) category(c []byte) int {
-	if d.cats != nil {
-		if b, ok := d.cats[string(c)]; ok {
-			return b
-		}
-		return -1
-	}
-	cs := sig(c)
-	for i, cat := range d.catList {
-		if d.catSigs[i] == cs && string(c) == cat {
-			return i
-		}
-	}
-	return -1
-}
-
 // text returns the textual form of a string, integer or (if allowBool)
 // boolean value of field i; the result is valid until the next call.
 func (d *Decoder) text(v *scalar, i int, allowBool bool) ([]byte, error) {
@@ -473,6 +440,7 @@ func (d *Decoder) time(v *scalar, i int) (int64, error) {
 
 // build checks the stored fields in a fixed order and fills e.
 func (d *Decoder) build(e *Event) error {
+	x := e.Extra
 	*e = Event{Bucket: -1}
 	var err error
 	if e.Time, err = d.time(&d.vals[d.timeIdx], d.timeIdx); err != nil {
@@ -506,39 +474,22 @@ func (d *Decoder) build(e *Event) error {
 		}
 		e.Group = g
 	}
-	if i := d.histIdx; i >= 0 {
-		v := &d.vals[i]
-		if d.edges != nil {
-			x, err := d.number(v, i)
-			if err != nil {
-				return err
-			}
-			e.Bucket = bucketOf(d.edges, x)
-		} else {
-			c, err := d.text(v, i, false)
-			if err != nil {
-				return err
-			}
-			b := d.category(c)
-			switch {
-			case b >= 0:
-				e.Bucket = b
-			case d.other >= 0:
-				e.Bucket = d.other
-			default:
-				return d.fail(ReasonUnknownCategory, i)
-			}
+	if d.hist.idx >= 0 {
+		if e.Bucket, err = d.bucket(&d.hist); err != nil {
+			return err
 		}
 	}
 	if i := d.valueIdx; i >= 0 {
 		v := &d.vals[i]
-		if d.cfg.ValueOptional && (v.k == kAbsent || v.k == kNil) {
-			return nil
+		if !d.cfg.ValueOptional || (v.k != kAbsent && v.k != kNil) {
+			if e.Value, err = d.number(v, i); err != nil {
+				return err
+			}
+			e.HasValue = true
 		}
-		if e.Value, err = d.number(v, i); err != nil {
-			return err
-		}
-		e.HasValue = true
+	}
+	if len(d.measureIdx) > 0 || len(d.hists) > 0 {
+		return d.buildExtras(e, x)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,8 +12,11 @@ import (
 	"unicode/utf8"
 )
 
-// The fuzz targets use testConfig plus a numeric-histogram config, with
-// small length limits so that the fuzzer reaches the oversized paths.
+// The fuzz targets use testConfig, a numeric-histogram config and
+// testConfig with several measures and histograms (an optional measure of
+// its own field, one sharing the value field, a categorical histogram of a
+// group-by field and a numeric one of the value field), with small length
+// limits so that the fuzzer reaches the oversized paths.
 func fuzzConfigs() []Config {
 	a := fuzzLimits(testConfig())
 	b := Config{
@@ -20,7 +24,13 @@ func fuzzConfigs() []Config {
 		ValueOptional: true, Histogram: &Histogram{Field: "v", Edges: []float64{-0.5, 0, 0.5}},
 		MinTime: -1e12, MaxTime: 4e12, MaxKeyLen: 8, MaxStringLen: 40,
 	}
-	return []Config{a, b}
+	c := fuzzLimits(testConfig())
+	c.Measures = []Measure{{Name: "qty", Field: "qty", Lower: 0, Upper: 10, Optional: true}, {Name: "amount2", Field: "amount", Lower: -5, Upper: 5}}
+	c.Histograms = []NamedHistogram{
+		{Name: "dev", Histogram: Histogram{Field: "device", Categories: []string{"phone", "desktop"}, Other: true}},
+		{Name: "ab", Histogram: Histogram{Field: "amount", Edges: []float64{10, 50}}},
+	}
+	return []Config{a, b, c}
 }
 
 // fuzzLimits returns c with small length limits, so that the fuzzer
@@ -77,6 +87,33 @@ func checkResult(t *testing.T, d *Decoder, e *Event, err error) {
 	if e.HasValue != (cfg.ValueField != "") && !cfg.ValueOptional {
 		t.Fatalf("HasValue %v with value field %q", e.HasValue, cfg.ValueField)
 	}
+	checkExtra(t, cfg, e)
+}
+
+// checkExtra asserts the invariants of e.Extra: present exactly with
+// extra measures or histograms, one value per measure (finite, present
+// unless optional) and one bucket in range per histogram.
+func checkExtra(t *testing.T, cfg Config, e *Event) {
+	t.Helper()
+	if (len(cfg.Measures)+len(cfg.Histograms) > 0) != (e.Extra != nil) {
+		t.Fatalf("extra %+v with %d measures and %d histograms", e.Extra, len(cfg.Measures), len(cfg.Histograms))
+	}
+	if e.Extra == nil {
+		return
+	}
+	if len(e.Extra.Measures) != len(cfg.Measures) || len(e.Extra.Buckets) != len(cfg.Histograms) {
+		t.Fatalf("extra %+v: want %d measures, %d buckets", e.Extra, len(cfg.Measures), len(cfg.Histograms))
+	}
+	for i, m := range e.Extra.Measures {
+		if (!m.Has && !cfg.Measures[i].Optional) || (m.Has && (math.IsNaN(m.Value) || math.IsInf(m.Value, 0))) {
+			t.Fatalf("measure %d: %+v", i, m)
+		}
+	}
+	for i, b := range e.Extra.Buckets {
+		if b < 0 || b >= cfg.Histograms[i].NumBuckets() {
+			t.Fatalf("histogram %d: bucket %d of %d", i, b, cfg.Histograms[i].NumBuckets())
+		}
+	}
 }
 
 // phase1 reports whether a reason comes from the first (syntax) phase,
@@ -107,7 +144,7 @@ func compareRef(t *testing.T, d *Decoder, data []byte, refReason Reason) {
 	case (gr == ReasonMalformed || wr == ReasonMalformed) && phase1(gr) && phase1(wr):
 		// Both saw bad syntax, perhaps after different first problems.
 	case err == nil && werr == nil:
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("Decode = %+v, reference %+v", got, want)
 		}
 	case err == nil || werr == nil || err.Error() != werr.Error():

@@ -280,6 +280,10 @@ func (d *Decoder) pbLeaf(fd protoreflect.FieldDescriptor, st *pbStep) string {
 		return "is " + fd.Kind().String() + ", not a string, enum or integer (histogram.categories)"
 	case roles&roleValue != 0 && !numeric:
 		return "is " + fd.Kind().String() + ", not a number (value_field)"
+	case roles&(roleMeasure|roleHistNum) != 0 && !numeric:
+		return "is " + fd.Kind().String() + ", not a number (measures, or histograms with edges)"
+	case roles&roleHistCat != 0 && !text:
+		return "is " + fd.Kind().String() + ", not a string, enum or integer (histograms with categories)"
 	}
 	return ""
 }

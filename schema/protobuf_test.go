@@ -256,6 +256,8 @@ func TestProtobufConfig(t *testing.T) {
 	}{
 		{"missing fields", func(c *Config) { c.UnitField, c.GroupBy = "user.name", []string{"region"} }, []string{`no field "user.name", "region"`}},
 		{"value of type string", func(c *Config) { c.ValueField = "country" }, []string{`field "country" is string, not a number (value_field)`}},
+		{"measure of type string", func(c *Config) { c.Measures = []Measure{{Name: "m", Field: "country", Lower: 0, Upper: 1}} },
+			[]string{`field "country" is string, not a number (measures, or histograms with edges)`}},
 		{"bytes", func(c *Config) { c.GroupBy = []string{"blob"} }, []string{`field "blob" is bytes, not a scalar`}},
 		{"repeated", func(c *Config) { c.UnitField = "user.tags" }, []string{`field "user.tags" is repeated`}},
 		{"map", func(c *Config) { c.GroupBy = []string{"device.attrs"} }, []string{`field "device.attrs" is a map`}},

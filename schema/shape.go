@@ -23,6 +23,7 @@ var roleKeys = []struct {
 }{
 	{roleTime, "time_field"}, {roleUnit, "unit_field"}, {roleGroup, "group_by"},
 	{roleHist, "histogram.field"}, {roleValue, "value_field"},
+	{roleMeasure, "measures.field"}, {roleHistNum | roleHistCat, "histograms.field"},
 }
 
 // Fields returns the distinct configured field names in the order of the
@@ -60,7 +61,7 @@ func (d *Decoder) Shape() (absent, wrongType uint64) {
 		case !d.scanned:
 			absent |= 1 << i
 		case k == kAbsent || k == kNil:
-			if !(f.roles == roleValue && d.cfg.ValueOptional) {
+			if f.required {
 				absent |= 1 << i
 			}
 		case !d.typeOK(k, f.roles):
@@ -89,10 +90,13 @@ func (d *Decoder) typeOK(k kind, roles uint8) bool {
 	if roles&roleGroup != 0 && !text && k != kBool {
 		return false
 	}
-	if roles&roleHist != 0 && ((d.edges != nil && !numeric) || (d.edges == nil && !text)) {
+	if roles&roleHist != 0 && ((d.hist.edges != nil && !numeric) || (d.hist.edges == nil && !text)) {
 		return false
 	}
-	if roles&roleValue != 0 && !numeric {
+	if roles&roleHistCat != 0 && !text {
+		return false
+	}
+	if roles&(roleValue|roleMeasure|roleHistNum) != 0 && !numeric {
 		return false
 	}
 	return true

@@ -149,6 +149,11 @@ type Window struct {
 	// Partials is the number of instance partials merged into this window
 	// (1 for a window from Poll).
 	Partials int64
+	// Lanes are the windows of the same span from other Tumbling
+	// aggregators fed the same events (the operator's extra measures and
+	// histograms), attached by their user. This package never sets, reads,
+	// encodes or merges them.
+	Lanes []Window
 }
 
 // Group holds the bounded aggregates of one group key in one window. Fields

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -77,6 +78,9 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 	b := s.Budget
 	fmt.Fprintf(out, "privacy unit: %s; windows of %s\n", b.Unit, b.WindowSize)
 	fmt.Fprintf(out, "budget per window: ε = %s, δ = %s (accounting %s)\n", g(b.WindowEpsilon), g(b.WindowDelta), b.Accounting)
+	if len(b.Lanes) > 0 {
+		fmt.Fprintf(out, "one joint calibration of all %d noised parts: the first measure and histogram and %s\n", b.Parts, strings.Join(b.Lanes, ", "))
+	}
 	if b.Horizon != "" {
 		fmt.Fprintf(out, "budget per horizon of %s (%d windows): ε = %s, δ = %s\n", b.Horizon, b.WindowsPerHorizon, g(b.HorizonEpsilon), g(b.HorizonDelta))
 		if b.Composition != "" {

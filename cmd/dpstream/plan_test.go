@@ -179,3 +179,50 @@ func TestPlanShowsBindingBounds(t *testing.T) {
 		t.Errorf("--json: bounds %+v", s.Bounds)
 	}
 }
+
+// TestPlanLanes: `dpstream plan` on the example with a second measure
+// (voltage) and a second histogram (appliance) shows every series of every
+// measure and histogram, with its sensitivity, and the one joint
+// calibration of all 9 parts (text and --json). Old code: the keys were
+// unknown and the configuration refused.
+func TestPlanLanes(t *testing.T) {
+	b, err := os.ReadFile(exampleConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y := strings.Replace(string(b), "  measures: []", "  measures: [{name: voltage, field: voltage, lower: 200, upper: 260}]", 1)
+	y = strings.Replace(y, "  histograms: []", "  histograms: [{name: appliance, field: appliance, categories: [oven, heater, other]}]", 1)
+	file := filepath.Join(t.TempDir(), "lanes.yaml")
+	if err := os.WriteFile(file, []byte(y), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI(t, "plan", "--config", file)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"one joint calibration of all 9 noised parts: the first measure and histogram and measure voltage, histogram appliance",
+		"\nsum:voltage ", "\nmean:voltage ", "\nhistogram:appliance ",
+		"sum:voltage          sum     1   1040", // L∞ = max_values 4 × upper 260
+		"mean:voltage         sum     1   120",  // L∞ = 4 × (260 − 200)/2
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := runCLI(t, "plan", "--config", file, "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s operator.Sizing
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	var names []string
+	for _, a := range s.Aggregates {
+		names = append(names, a.Aggregate)
+	}
+	if got := strings.Join(names, ","); got != "count,histogram,sum,mean,sum:voltage,mean:voltage,histogram:appliance" || s.Budget.Parts != 9 || len(s.Budget.Lanes) != 2 {
+		t.Errorf("--json: aggregates %s, parts %d, lanes %v", got, s.Budget.Parts, s.Budget.Lanes)
+	}
+}
