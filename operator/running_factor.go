@@ -255,18 +255,16 @@ func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // factSeries releases the value v of one group's factorized aggregate in
 // the window starting at start: x_t + E_t/2^10 with E = Decode(z_0…z_t),
-// z_j the first draw of streamAt(start of window j).
-func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(int64) *rng.Stream) (schema.Series, error) {
+// z_j the first draw of streamAt(start of window j), E_t from the series'
+// cache s (nil: decoded afresh; the same bits either way).
+func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(int64) *rng.Stream, s *factSeriesNoise) (schema.Series, error) {
 	_, t := p.windowIndex(start)
 	if t < 0 || t >= n.fact.f.Windows() {
 		return schema.Series{}, fmt.Errorf("operator: %s: window %d of a horizon of %d", n.part, t, n.fact.f.Windows())
 	}
 	first := start - int64(t)*p.size
-	z := make([]int64, t+1)
-	for j := range z {
-		z[j] = streamAt(first + int64(j)*p.size).DiscreteGaussian(n.fact.dg)
-	}
-	e, err := n.fact.f.Decode(z)
+	zAt := func(j int) int64 { return streamAt(first + int64(j)*p.size).DiscreteGaussian(n.fact.dg) }
+	et, err := factNoiseAt(n.fact.f, s, t, zAt)
 	if err != nil {
 		return schema.Series{}, fmt.Errorf("operator: %s: %w", n.part, err)
 	}
@@ -276,7 +274,6 @@ func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(
 	// The lattice integer of v: clamped to ±2^50 steps (data independent,
 	// 1-Lipschitz) and rounded, as privacy.LatticeRelease does.
 	x := int64(math.Round(math.Max(-factClamp, math.Min(factClamp, v/n.step))))
-	et := e[t]
 	if et > factNoiseMax || et < -factNoiseMax {
 		return schema.Series{}, fmt.Errorf("operator: %s: factorized noise out of range", n.part) // depends on z only
 	}
@@ -311,7 +308,13 @@ func (p *plan) factRelease(ap *aggPlan, g *windows.Group, start int64, key rng.K
 	if ap.kind == schema.KindSum {
 		v = g.Sum
 	}
-	sr, err := p.factSeries(&ap.noises[0], v, start, streamAt)
+	n := &ap.noises[0]
+	var cached *factSeriesNoise
+	if _, t := p.windowIndex(start); t >= 0 && t < n.fact.f.Windows() {
+		id := factSeriesID{namespace: namespace, agg: ap.name, group: g.Key, first: start - int64(t)*p.size}
+		cached = p.fcache.lookup(key, id, n.fact.f.Windows())
+	}
+	sr, err := p.factSeries(n, v, start, streamAt, cached)
 	return []schema.Series{sr}, err
 }
 
