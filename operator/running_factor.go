@@ -22,7 +22,9 @@ package operator
 // The release of window t is continual's Decode of w, computed from the
 // window's own value and the regenerated noises z_0…z_t (z_j is the first
 // draw of the stream of window j's release message of the group, so
-// nothing but the current window is needed): x_t + E_t/2^10, exact in
+// nothing but the current window is needed; the decoded noise of the
+// earlier windows is kept in memory across windows, a cache of noise
+// only: running_factor_cache.go): x_t + E_t/2^10, exact in
 // integers and a function of w alone (post-processing). The running total
 // is the sum of those released values, as with sums of windows
 // (post-processing of what is published), and its noise is the
@@ -86,9 +88,12 @@ const factLatticeBits = 10
 
 // factAutoMaxWindows is the most windows per horizon for which "auto"
 // chooses the factorization: the plan composes one discrete Gaussian PLD
-// per window, about 25 s at 1440 windows on a loaded 2-core machine, and
-// the last windows' releases decode in O(T²) (about 30 ms per group and
-// aggregate at T = 1440). "factorization" goes up to
+// per window, about 25 s at 1440 windows on a loaded 2-core machine. A
+// release decodes one O(t) step from the noise cache
+// (running_factor_cache.go: about 30 µs per group and aggregate at the
+// last window of T = 1440, BenchmarkFactorizedRelease), but a series not
+// cached (a restart, beyond the cap) regenerates z_0…z_t and decodes in
+// O(t²) (about 13 ms there). "factorization" goes up to
 // continual.MaxFactorWindows.
 const factAutoMaxWindows = 1440
 
