@@ -246,6 +246,9 @@ type plan struct {
 	// stream keys the noise streams of a recalibrated plan instead of
 	// digest (see streamDigest).
 	stream string
+	// fcache holds the decoded noise of factorized series across windows
+	// (running_factor_cache.go; nil: none).
+	fcache *factCache
 }
 
 // streamDigest is the digest that keys the plan's noise streams (noiseID):
@@ -446,6 +449,7 @@ func planFrame(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, priva
 		size:        c.Windows.Size.Milliseconds(),
 		horizon:     c.Privacy.Horizon,
 		horizonB:    schema.Budget{Epsilon: c.Privacy.HorizonEpsilon, Delta: c.Privacy.HorizonDelta},
+		fcache:      newFactCache(factCacheMaxValues),
 	}
 	if c.ParallelComposition() {
 		// Each event lies in one window and changes no other: every

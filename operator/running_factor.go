@@ -22,7 +22,9 @@ package operator
 // The release of window t is continual's Decode of w, computed from the
 // window's own value and the regenerated noises z_0…z_t (z_j is the first
 // draw of the stream of window j's release message of the group, so
-// nothing but the current window is needed): x_t + E_t/2^10, exact in
+// nothing but the current window is needed; the decoded noise of the
+// earlier windows is kept in memory across windows, a cache of noise
+// only: running_factor_cache.go): x_t + E_t/2^10, exact in
 // integers and a function of w alone (post-processing). The running total
 // is the sum of those released values, as with sums of windows
 // (post-processing of what is published), and its noise is the
@@ -86,9 +88,12 @@ const factLatticeBits = 10
 
 // factAutoMaxWindows is the most windows per horizon for which "auto"
 // chooses the factorization: the plan composes one discrete Gaussian PLD
-// per window, about 25 s at 1440 windows on a loaded 2-core machine, and
-// the last windows' releases decode in O(T²) (about 30 ms per group and
-// aggregate at T = 1440). "factorization" goes up to
+// per window, about 25 s at 1440 windows on a loaded 2-core machine. A
+// release decodes one O(t) step from the noise cache
+// (running_factor_cache.go: about 30 µs per group and aggregate at the
+// last window of T = 1440, BenchmarkFactorizedRelease), but a series not
+// cached (a restart, beyond the cap) regenerates z_0…z_t and decodes in
+// O(t²) (about 13 ms there). "factorization" goes up to
 // continual.MaxFactorWindows.
 const factAutoMaxWindows = 1440
 
@@ -255,18 +260,16 @@ func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // factSeries releases the value v of one group's factorized aggregate in
 // the window starting at start: x_t + E_t/2^10 with E = Decode(z_0…z_t),
-// z_j the first draw of streamAt(start of window j).
-func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(int64) *rng.Stream) (schema.Series, error) {
+// z_j the first draw of streamAt(start of window j), E_t from the series'
+// cache s (nil: decoded afresh; the same bits either way).
+func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(int64) *rng.Stream, s *factSeriesNoise) (schema.Series, error) {
 	_, t := p.windowIndex(start)
 	if t < 0 || t >= n.fact.f.Windows() {
 		return schema.Series{}, fmt.Errorf("operator: %s: window %d of a horizon of %d", n.part, t, n.fact.f.Windows())
 	}
 	first := start - int64(t)*p.size
-	z := make([]int64, t+1)
-	for j := range z {
-		z[j] = streamAt(first + int64(j)*p.size).DiscreteGaussian(n.fact.dg)
-	}
-	e, err := n.fact.f.Decode(z)
+	zAt := func(j int) int64 { return streamAt(first + int64(j)*p.size).DiscreteGaussian(n.fact.dg) }
+	et, err := factNoiseAt(n.fact.f, s, t, zAt)
 	if err != nil {
 		return schema.Series{}, fmt.Errorf("operator: %s: %w", n.part, err)
 	}
@@ -276,7 +279,6 @@ func (p *plan) factSeries(n *vectorNoise, v float64, start int64, streamAt func(
 	// The lattice integer of v: clamped to ±2^50 steps (data independent,
 	// 1-Lipschitz) and rounded, as privacy.LatticeRelease does.
 	x := int64(math.Round(math.Max(-factClamp, math.Min(factClamp, v/n.step))))
-	et := e[t]
 	if et > factNoiseMax || et < -factNoiseMax {
 		return schema.Series{}, fmt.Errorf("operator: %s: factorized noise out of range", n.part) // depends on z only
 	}
@@ -311,7 +313,13 @@ func (p *plan) factRelease(ap *aggPlan, g *windows.Group, start int64, key rng.K
 	if ap.kind == schema.KindSum {
 		v = g.Sum
 	}
-	sr, err := p.factSeries(&ap.noises[0], v, start, streamAt)
+	n := &ap.noises[0]
+	var cached *factSeriesNoise
+	if _, t := p.windowIndex(start); t >= 0 && t < n.fact.f.Windows() {
+		id := factSeriesID{namespace: namespace, agg: ap.name, group: g.Key, first: start - int64(t)*p.size}
+		cached = p.fcache.lookup(key, id, n.fact.f.Windows())
+	}
+	sr, err := p.factSeries(n, v, start, streamAt, cached)
 	return []schema.Series{sr}, err
 }
 

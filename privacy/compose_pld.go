@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 )
 
 // calRRPLD is the PLD of randomized response with parameter ε₀, which
@@ -37,25 +39,74 @@ func calPartPLD(p calPart, scale float64, o PLDOptions) (*PLD, error) {
 	return pl, err
 }
 
-// calComposedPLD is the PLD of the whole horizon at noise level κ.
+// calComposedPLD is the PLD of the whole horizon at noise level κ: the
+// parts' PLDs (each self-composed n times) composed in the order of ps.
+// The parts' PLDs are independent computations, built concurrently in
+// chunks (the next chunk while this goroutine composes the current one);
+// the composition stays sequential and in order, so the result is the
+// sequential one bit for bit and so is the error: the first part's that
+// fails (TestComposedPLDChunksSequential).
 func calComposedPLD(ps []calPart, scales []float64, o PLDOptions) (*PLD, error) {
+	chunk := 2 * min(runtime.GOMAXPROCS(0), calMaxWorkers)
 	var total *PLD
-	for i, p := range ps {
-		base, err := calPartPLD(p, scales[i], o)
-		if err != nil {
-			return nil, err
+	cur := calBuildParts(ps, scales, o, 0, min(chunk, len(ps)))
+	for lo := 0; lo < len(ps); lo += chunk {
+		hi := min(lo+chunk, len(ps))
+		var next []calPartResult
+		var wg sync.WaitGroup
+		if hi < len(ps) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				next = calBuildParts(ps, scales, o, hi, min(hi+chunk, len(ps)))
+			}()
 		}
-		c, err := base.SelfCompose(p.n)
-		if err != nil {
-			return nil, err
+		for _, r := range cur {
+			if r.err != nil {
+				wg.Wait()
+				return nil, r.err
+			}
+			if total == nil {
+				total = r.pld
+			} else {
+				total = compose(total, r.pld)
+			}
 		}
-		if total == nil {
-			total = c
-		} else {
-			total = compose(total, c)
-		}
+		wg.Wait()
+		cur = next
 	}
 	return total, nil
+}
+
+// calMaxWorkers bounds the parts whose PLDs calComposedPLD builds at once
+// (it holds at most 4·calMaxWorkers of them): 8, a bound on memory.
+const calMaxWorkers = 8
+
+// calPartResult is one part's self-composed PLD, or its error.
+type calPartResult struct {
+	pld *PLD
+	err error
+}
+
+// calBuildParts returns the self-composed PLDs of the parts lo…hi−1 of
+// ps, built by one goroutine each.
+func calBuildParts(ps []calPart, scales []float64, o PLDOptions, lo, hi int) []calPartResult {
+	res := make([]calPartResult, hi-lo)
+	var wg sync.WaitGroup
+	for i := lo; i < hi; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base, err := calPartPLD(ps[i], scales[i], o)
+			if err != nil {
+				res[i-lo].err = err
+				return
+			}
+			res[i-lo].pld, res[i-lo].err = base.SelfCompose(ps[i].n)
+		}()
+	}
+	wg.Wait()
+	return res
 }
 
 // calibratePLD finds the smallest κ whose composed PLD certifies δ(ε) ≤ δ.

@@ -21,25 +21,42 @@ var ErrOverflow = errors.New("continual: decoded value out of the int64 range")
 // ⌊(K·m + y)/K⌋ = m + ⌊y/K⌋ for integers m). So a release computed as
 // 2^OutputBits·x_t + Decode(z)_t is a function of w only: post-processing
 // of the one mechanism w. Integer arithmetic throughout (128-bit
-// accumulators); O(n²) operations.
+// accumulators); O(n²) operations. It is DecodeNext applied to each
+// window in turn.
 func (f *Factorization) Decode(w []int64) ([]int64, error) {
 	if len(w) > len(f.r) {
 		return nil, fmt.Errorf("%w: %d values for a factorization of %d windows", ErrArgs, len(w), len(f.r))
 	}
-	v := make([]int64, len(w))
-	half := i128{lo: 1 << (f.bits - 1)}
-	for t := range w {
-		acc := mul128(w[t], 1<<OutputBits).add(half)
-		for i := 1; i <= t; i++ {
-			acc = acc.sub(mul128(f.r[i], v[t-i]))
+	v := make([]int64, 0, len(w))
+	for _, wt := range w {
+		q, err := f.DecodeNext(v, wt)
+		if err != nil {
+			return nil, err
 		}
-		q, ok := acc.shiftRight(f.bits).int64()
-		if !ok {
-			return nil, fmt.Errorf("%w: window %d", ErrOverflow, t)
-		}
-		v[t] = q
+		v = append(v, q)
 	}
 	return v, nil
+}
+
+// DecodeNext returns V_t for t = len(prev), given prev = V_0 … V_{t−1}
+// (Decode of the first t values) and w_t: the step of Decode's recursion,
+// so that a caller holding V_0 … V_{t−1} decodes window t in O(t)
+// integer operations, with the same result bit for bit.
+func (f *Factorization) DecodeNext(prev []int64, wt int64) (int64, error) {
+	t := len(prev)
+	if t >= len(f.r) {
+		return 0, fmt.Errorf("%w: window %d of a factorization of %d windows", ErrArgs, t, len(f.r))
+	}
+	half := i128{lo: 1 << (f.bits - 1)} // K/2
+	acc := mul128(wt, 1<<OutputBits).add(half)
+	for i := 1; i <= t; i++ {
+		acc = acc.sub(mul128(f.r[i], prev[t-i]))
+	}
+	q, ok := acc.shiftRight(f.bits).int64()
+	if !ok {
+		return 0, fmt.Errorf("%w: window %d", ErrOverflow, t)
+	}
+	return q, nil
 }
 
 // i128 is a signed 128-bit integer hi·2⁶⁴ + lo (two's complement). The

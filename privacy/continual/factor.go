@@ -61,7 +61,9 @@ const (
 	MinFactorBits = 8
 	MaxFactorBits = 30
 	// MaxFactorWindows bounds T: 10080 is a week of minutes; the weights
-	// are O(T²) flops and the decoding O(t²) integer operations per window.
+	// are O(T²) flops and the decoding of window t O(t²) integer
+	// operations from scratch (Decode), O(t) from the earlier windows'
+	// (DecodeNext).
 	MaxFactorWindows = 10080
 	// weightMargin is the relative margin added to every float weight norm
 	// and sum: the recursions of c and d accumulate at most about T²

@@ -342,3 +342,62 @@ func TestRangeHalfWidth(t *testing.T) {
 		t.Fatalf("range %d…%d: %v (%v), want %v", a, T, got, err, want)
 	}
 }
+
+// TestDecodeNextMatchesBigIntegers checks Decode and its step DecodeNext
+// against the recursion evaluated in big integers (floor division, the
+// definition), bit for bit, at T = 64 and 1440 with z of the magnitudes of
+// σ_z = 2^30 and 2^40 (the sampler's largest): Decode of the whole vector,
+// and DecodeNext continuing from a prefix decoded by Decode (how the
+// operator's noise cache extends a series window by window). It fails if
+// the step's accumulator differs from the definition (dropping the last
+// term of the sum fails it, checked by hand; +K/2−1 instead of +K/2 would
+// differ only on exact halves, probability about 2^−20 per window, and
+// passes).
+func TestDecodeNextMatchesBigIntegers(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		T    int
+		zMax int64
+	}{{64, 1 << 34}, {1440, 1 << 44}} {
+		f := newFact(t, tc.T)
+		z := make([]int64, tc.T)
+		for i := range z {
+			z[i] = rnd.Int64N(2*tc.zMax+1) - tc.zMax
+		}
+		// The definition: V_t = ⌊(2^OutputBits·w_t − Σ r'_i·V_{t−i} + K/2) / K⌋.
+		want := make([]*big.Int, tc.T)
+		K := big.NewInt(f.r[0])
+		for n := range want {
+			s := new(big.Int).Lsh(big.NewInt(z[n]), OutputBits)
+			for i := 1; i <= n; i++ {
+				s.Sub(s, new(big.Int).Mul(big.NewInt(f.r[i]), want[n-i]))
+			}
+			s.Add(s, new(big.Int).Rsh(K, 1))
+			want[n] = new(big.Int).Div(s, K) // Euclidean: floor for K > 0
+		}
+		all, err := f.Decode(z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := tc.T / 2
+		v, err := f.Decode(z[:half])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := half; n < tc.T; n++ {
+			q, err := f.DecodeNext(v, z[n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			v = append(v, q)
+		}
+		for n := range want {
+			if !want[n].IsInt64() || all[n] != want[n].Int64() || v[n] != all[n] {
+				t.Fatalf("T=%d window %d: Decode %d, Decode+DecodeNext %d, big integers %v", tc.T, n, all[n], v[n], want[n])
+			}
+		}
+		if _, err := f.DecodeNext(v, 0); !errors.Is(err, ErrArgs) {
+			t.Fatalf("T=%d: DecodeNext beyond the horizon: %v", tc.T, err)
+		}
+	}
+}
