@@ -448,63 +448,15 @@ func typeOK(kind keyKind, raw any) bool {
 		}
 		return false
 	case kindList, kindFloatList:
-		if isString {
-			if kind == kindFloatList {
-				for _, f := range strings.Split(s, ",") {
-					if strings.TrimSpace(f) == "" {
-						continue
-					}
-					if _, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err != nil {
-						return false
-					}
-				}
-			}
-			return true
-		}
-		rv := reflect.ValueOf(raw)
-		if rv.Kind() != reflect.Slice {
-			return false
-		}
-		for i := range rv.Len() {
-			e := rv.Index(i).Interface()
-			if _, nested := e.([]any); nested {
-				return false
-			}
-			if _, m := e.(map[string]any); m {
-				return false
-			}
-			if kind == kindFloatList && !typeOK(kindFloat, e) {
-				return false
-			}
-		}
-		return true
+		return listOK(kind, raw)
 	case kindGroupLists:
-		rv := reflect.ValueOf(raw)
-		if rv.Kind() != reflect.Slice {
-			return false
-		}
-		for i := range rv.Len() {
-			e := reflect.ValueOf(rv.Index(i).Interface())
-			if e.Kind() != reflect.Slice {
-				return false
-			}
-		}
-		return true
+		return sliceOf(raw, reflect.Slice)
 	case kindMap:
 		_, ok := raw.(map[string]any)
 		_, ok2 := raw.(map[string]string)
 		return ok || ok2
 	case kindRecords:
-		rv := reflect.ValueOf(raw)
-		if rv.Kind() != reflect.Slice {
-			return false
-		}
-		for i := range rv.Len() {
-			if reflect.ValueOf(rv.Index(i).Interface()).Kind() != reflect.Map {
-				return false
-			}
-		}
-		return true
+		return sliceOf(raw, reflect.Map)
 	}
 	// Strings (and string types such as schema.Format): any scalar.
 	switch reflect.ValueOf(raw).Kind() {
@@ -512,6 +464,56 @@ func typeOK(kind keyKind, raw any) bool {
 		return true
 	}
 	return false
+}
+
+// listOK reports whether raw decodes as a list (kindList) or a list of
+// numbers (kindFloatList): a comma-separated string, or a slice of scalars.
+func listOK(kind keyKind, raw any) bool {
+	if s, isString := raw.(string); isString {
+		if kind == kindFloatList {
+			for _, f := range strings.Split(s, ",") {
+				if strings.TrimSpace(f) == "" {
+					continue
+				}
+				if _, err := strconv.ParseFloat(strings.TrimSpace(f), 64); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	rv := reflect.ValueOf(raw)
+	if rv.Kind() != reflect.Slice {
+		return false
+	}
+	for i := range rv.Len() {
+		e := rv.Index(i).Interface()
+		if _, nested := e.([]any); nested {
+			return false
+		}
+		if _, m := e.(map[string]any); m {
+			return false
+		}
+		if kind == kindFloatList && !typeOK(kindFloat, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// sliceOf reports whether raw is a slice whose every element is of kind
+// elem (a list of lists, or a list of records).
+func sliceOf(raw any, elem reflect.Kind) bool {
+	rv := reflect.ValueOf(raw)
+	if rv.Kind() != reflect.Slice {
+		return false
+	}
+	for i := range rv.Len() {
+		if reflect.ValueOf(rv.Index(i).Interface()).Kind() != elem {
+			return false
+		}
+	}
+	return true
 }
 
 // parseGroups parses privacy.public_groups given as one string: a JSON
