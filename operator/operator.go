@@ -39,6 +39,10 @@ type Operator struct {
 	// schemas caches the writer schemas of framed Avro input (nil for
 	// other formats), shared by the fetchers (registry.go).
 	schemas *schema.Schemas
+	// registry is the schemas' registry client (nil without one) and
+	// registryDown is on during a registry outage (registry_outage.go).
+	registry     *registryClient
+	registryDown atomic.Bool
 	// trustedCreateTime: the caller produces the input itself with the
 	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
 	trustedCreateTime bool
@@ -233,6 +237,9 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (defers run last-in first-out)
 	defer cancel()
+	if o.registry != nil {
+		o.registry.ctx.Store(&ctx) // requests in flight end with Run
+	}
 	if err := o.serveObservability(ctx, &wg); err != nil {
 		return err
 	}

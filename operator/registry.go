@@ -14,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dpstream/dpstream/schema"
@@ -23,25 +25,31 @@ import (
 
 // Registry client limits.
 const (
-	// registryTimeout bounds one schema request (connect to body).
+	// registryTimeout bounds one schema request (connect to body). A
+	// failed request is not retried here: the fetcher that met the id
+	// waits with the Kafka retry backoff and decodes the message again
+	// (registry_outage.go).
 	registryTimeout = 10 * time.Second
-	// registryAttempts is how often a failing request is tried before the
-	// message is counted as unknown_schema (the id is tried again at its
-	// next message); registryBackoff is the wait after the first failure,
-	// doubled after each.
-	registryAttempts = 3
-	registryBackoff  = 250 * time.Millisecond
 	// registryMaxBody caps a schema response (1 MiB): a writer schema is
 	// a few KiB.
 	registryMaxBody = 1 << 20
+	// registryNoSchema is the Confluent error code of "schema not found"
+	// (GET /schemas/ids/{id}): the only answer that skips a message as
+	// unknown_schema. A 404 without it (say, a registry URL with a wrong
+	// path) is a failure to ask, which blocks the partition.
+	registryNoSchema = 40403
 )
 
 // registryClient fetches writer schemas by id.
 type registryClient struct {
 	base     string // the URL without a trailing slash
+	shown    string // base with any password in it redacted, for logs
 	user     string
 	password func() (string, error)
 	http     *http.Client
+	// ctx, once Run set it, ends every request in flight when Run ends
+	// (shutdown stays prompt while a request hangs).
+	ctx atomic.Pointer[context.Context]
 }
 
 // newRegistryClient builds the client of r (validated).
@@ -54,7 +62,12 @@ func newRegistryClient(r schema.RegistryConfig) (*registryClient, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
-	c := &registryClient{base: strings.TrimRight(r.URL, "/"), user: r.Username, http: &http.Client{Transport: tr, Timeout: registryTimeout}}
+	base := strings.TrimRight(r.URL, "/")
+	shown := base
+	if u, err := url.Parse(base); err == nil {
+		shown = u.Redacted()
+	}
+	c := &registryClient{base: base, shown: shown, user: r.Username, http: &http.Client{Transport: tr, Timeout: registryTimeout}}
 	switch {
 	case r.PasswordFile != "":
 		file := r.PasswordFile
@@ -69,6 +82,14 @@ func newRegistryClient(r schema.RegistryConfig) (*registryClient, error) {
 	return c, nil
 }
 
+// context returns the context requests run in: Run's, once set.
+func (c *registryClient) context() context.Context {
+	if p := c.ctx.Load(); p != nil {
+		return *p
+	}
+	return context.Background()
+}
+
 // schemaResponse is the body of GET /schemas/ids/{id}; schemaType is
 // absent for Avro.
 type schemaResponse struct {
@@ -76,57 +97,52 @@ type schemaResponse struct {
 	SchemaType string `json:"schemaType"`
 }
 
-// fetch returns the Avro schema of id, trying registryAttempts times
-// (schema.SchemaFetcher).
-func (c *registryClient) fetch(id uint32) (string, error) {
-	wait := registryBackoff
-	var err error
-	for attempt := 1; ; attempt++ {
-		var s string
-		s, err = c.get(id)
-		if err == nil || errors.Is(err, schema.ErrUnknownSchema) || errors.Is(err, schema.ErrSchemaMismatch) || attempt == registryAttempts {
-			return s, err
-		}
-		time.Sleep(wait)
-		wait *= 2
-	}
+// registryError is the body of a registry's error answer.
+type registryError struct {
+	Code int `json:"error_code"`
 }
 
-// get runs one request for the schema of id.
-func (c *registryClient) get(id uint32) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), registryTimeout)
+// fetch runs one request for the schema of id (schema.SchemaFetcher). A
+// failure to ask (transport, timeout, a status other than 200 and the
+// definite 404) wraps schema.ErrRegistryUnavailable.
+func (c *registryClient) fetch(id uint32) (string, error) {
+	ctx, cancel := context.WithTimeout(c.context(), registryTimeout)
 	defer cancel()
+	unavailable := func(format string, a ...any) error {
+		return fmt.Errorf("operator: registry %s: "+format+" (%w)", append(append([]any{c.shown}, a...), schema.ErrRegistryUnavailable)...)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/schemas/ids/"+strconv.FormatUint(uint64(id), 10), nil)
 	if err != nil {
-		return "", fmt.Errorf("operator: schema registry: %w", err)
+		return "", unavailable("%w", err)
 	}
 	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
 	if c.user != "" {
 		pw, err := c.password()
 		if err != nil {
-			return "", err
+			return "", unavailable("%w", err)
 		}
 		req.SetBasicAuth(c.user, pw)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return "", fmt.Errorf("operator: schema registry: %w", err)
+		return "", unavailable("%w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, registryMaxBody+1))
+	var rerr registryError
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("operator: schema registry: reading schema %d: %w", id, err)
-	case resp.StatusCode == http.StatusNotFound:
-		return "", fmt.Errorf("%w: %d (registry status 404)", schema.ErrUnknownSchema, id)
+		return "", unavailable("reading schema %d: %w", id, err)
+	case resp.StatusCode == http.StatusNotFound && json.Unmarshal(body, &rerr) == nil && rerr.Code == registryNoSchema:
+		return "", fmt.Errorf("%w: %d (registry status 404, error code %d)", schema.ErrUnknownSchema, id, registryNoSchema)
 	case resp.StatusCode != http.StatusOK:
-		return "", fmt.Errorf("operator: schema registry: schema %d: status %d", id, resp.StatusCode)
+		return "", unavailable("schema %d: status %d", id, resp.StatusCode)
 	case len(body) > registryMaxBody:
 		return "", fmt.Errorf("%w: schema %d is larger than %d bytes", schema.ErrSchemaMismatch, id, registryMaxBody)
 	}
 	var sr schemaResponse
 	if err := json.Unmarshal(body, &sr); err != nil {
-		return "", fmt.Errorf("operator: schema registry: schema %d: %w", id, err)
+		return "", unavailable("schema %d: %w", id, err)
 	}
 	if sr.SchemaType != "" && sr.SchemaType != "AVRO" {
 		return "", fmt.Errorf("%w: schema %d is %s, not Avro", schema.ErrSchemaMismatch, id, sr.SchemaType)
@@ -136,8 +152,9 @@ func (c *registryClient) get(id uint32) (string, error) {
 
 // newSchemas returns the schema cache of framed Avro input, or nil for
 // the other formats. A schema that cannot be used is logged at ERROR once
-// per id, naming the missing fields and the id (never message content);
-// a failed fetch at WARN, at each message of the id until one succeeds.
+// per id, naming the missing fields and the id (never message content); a
+// failure to ask the registry at WARN once per outage
+// (registryOutage).
 func (o *Operator) newSchemas() (*schema.Schemas, error) {
 	sc := o.cfg.Schema
 	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
@@ -147,17 +164,22 @@ func (o *Operator) newSchemas() (*schema.Schemas, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.registry = c
 	report := func(id uint32, err error) {
 		switch {
 		case errors.Is(err, schema.ErrSchemaMismatch):
 			o.log.Error("input schema does not fit the configuration; its messages are skipped as schema_mismatch", "schema_id", id, "err", err)
 		case errors.Is(err, schema.ErrUnknownSchema):
 			o.log.Error("input schema id not in the registry; its messages are skipped as unknown_schema", "schema_id", id, "err", err)
-		default:
-			o.log.Warn("schema registry failed; the message is skipped as unknown_schema", "schema_id", id, "err", err)
+		default: // a failure to ask: fetch below
 		}
 	}
-	return schema.NewSchemas(sc, c.fetch, report)
+	fetch := func(id uint32) (string, error) {
+		s, err := c.fetch(id)
+		o.registryAnswered(c, err)
+		return s, err
+	}
+	return schema.NewSchemas(sc, fetch, report)
 }
 
 // newInputDecoder returns a decoder of the input (one per fetcher).

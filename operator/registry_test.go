@@ -35,7 +35,12 @@ func TestRegistryClient(t *testing.T) {
 			_, _ = w.Write([]byte(`{"schema": "\"long\"", "schemaType": "AVRO"}`))
 		case "/ccompat/schemas/ids/4":
 			w.WriteHeader(http.StatusInternalServerError)
-		default:
+		case "/ccompat/schemas/ids/5":
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"error_code": 40403, "message": "Schema not found"}`))
+		case "/ccompat/schemas/ids/6":
+			w.WriteHeader(http.StatusTooManyRequests)
+		default: // a 404 without the error code: say, a wrong path
 			http.NotFound(w, r)
 		}
 	}))
@@ -54,14 +59,19 @@ func TestRegistryClient(t *testing.T) {
 	if _, err := c.fetch(2); !errors.Is(err, schema.ErrSchemaMismatch) {
 		t.Errorf("id 2 (Protobuf): %v, want ErrSchemaMismatch", err)
 	}
-	if s, err := c.fetch(3); err != nil || s != `"long"` {
-		t.Errorf("id 3 (one 503, then the schema): %q %v", s, err)
+	if _, err := c.fetch(3); !errors.Is(err, schema.ErrRegistryUnavailable) || !strings.Contains(err.Error(), "status 503") {
+		t.Errorf("id 3 (503): %v, want ErrRegistryUnavailable", err)
 	}
-	if _, err := c.fetch(4); err == nil || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), "status 500") {
-		t.Errorf("id 4 (500): %v, want a failure", err)
+	if s, err := c.fetch(3); err != nil || s != `"long"` {
+		t.Errorf("id 3 asked again: %q %v", s, err)
+	}
+	for _, id := range []uint32{4, 6, 7} { // 500, 429, a 404 without error code 40403
+		if _, err := c.fetch(id); !errors.Is(err, schema.ErrRegistryUnavailable) || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("id %d: %v, want ErrRegistryUnavailable naming the URL", id, err)
+		}
 	}
 	if _, err := c.fetch(5); !errors.Is(err, schema.ErrUnknownSchema) {
-		t.Errorf("id 5 (404): %v, want ErrUnknownSchema", err)
+		t.Errorf("id 5 (404, error code 40403): %v, want ErrUnknownSchema", err)
 	}
 	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"})
 	if err != nil {
@@ -69,6 +79,14 @@ func TestRegistryClient(t *testing.T) {
 	}
 	if _, err := bad.fetch(1); err == nil || !strings.Contains(err.Error(), "status 401") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v, want status 401 without the password", err)
+	}
+	down, err := newRegistryClient(schema.RegistryConfig{URL: "http://user:hidden@" + srv.Listener.Addr().String() + "/ccompat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close() // connection refused
+	if _, err := down.fetch(1); !errors.Is(err, schema.ErrRegistryUnavailable) || strings.Contains(err.Error(), "hidden") {
+		t.Errorf("registry down: %v, want ErrRegistryUnavailable without the password", err)
 	}
 }
 

@@ -40,9 +40,11 @@ var ErrUnknownSchema = errors.New("schema: unknown schema id")
 
 // SchemaFetcher returns the Avro writer schema (its JSON) registered under
 // id, or an error: wrapping ErrUnknownSchema when the registry does not
-// have the id, ErrSchemaMismatch when the schema is not Avro, else a
-// failure to reach the registry (the id is asked again at its next
-// message).
+// have the id (a definite answer: its messages are unknown_schema),
+// ErrSchemaMismatch when the schema is not Avro, else a failure to ask
+// the registry (best wrapping ErrRegistryUnavailable): the message is then
+// not decoded (Decode returns ErrRegistryUnavailable) and the id is asked
+// again at the next try.
 type SchemaFetcher func(id uint32) (string, error)
 
 // RegistryConfig is the Confluent-compatible schema registry of framed
@@ -128,8 +130,8 @@ type Schemas struct {
 // schema by id, report is called once per id whose schema cannot be used
 // (it lacks a configured field, is not a record or does not parse: an
 // error wrapping ErrSchemaMismatch naming the fields; not in the registry:
-// ErrUnknownSchema) and after every failed fetch (then the id is fetched
-// again at its next message).
+// ErrUnknownSchema) and after every failed fetch (then the message is
+// not decoded and the id is fetched again at the next try).
 func NewSchemas(cfg Config, fetch SchemaFetcher, report func(id uint32, err error)) (*Schemas, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -162,12 +164,13 @@ func (s *Schemas) entry(id uint32) schemaEntry {
 		s.report(id, err)
 		s.byID[id] = schemaEntry{reason: ReasonSchemaMismatch}
 		return s.byID[id]
-	case err != nil:
+	case errors.Is(err, ErrUnknownSchema):
 		s.report(id, err)
-		if errors.Is(err, ErrUnknownSchema) {
-			s.byID[id] = schemaEntry{reason: ReasonUnknownSchema}
-		}
-		return schemaEntry{reason: ReasonUnknownSchema}
+		s.byID[id] = schemaEntry{reason: ReasonUnknownSchema}
+		return s.byID[id]
+	case err != nil: // not cached: asked again at the next try
+		s.report(id, err)
+		return schemaEntry{reason: reasonUnavailable}
 	}
 	e := schemaEntry{reason: ReasonSchemaMismatch}
 	t, err := parseAvro(text)
@@ -209,7 +212,7 @@ func (d *Decoder) scanFramed(msg []byte) Reason {
 	if !ok {
 		e = d.schemas.entry(id)
 		if e.plan != nil || e.reason == ReasonSchemaMismatch {
-			d.byID[id] = e // final; unknown ids are asked again (the cache answers)
+			d.byID[id] = e // final; unknown ids are asked again (the cache answers), unavailable ones fetched again
 		}
 	}
 	if e.plan == nil {

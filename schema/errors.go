@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -23,6 +24,13 @@ var (
 	// ErrSchemaMismatch: an Avro writer schema that is not a record or
 	// lacks a configured field.
 	ErrSchemaMismatch = errors.New("schema: writer schema does not match the configuration")
+	// ErrRegistryUnavailable: the schema registry could not say what a
+	// framed Avro message's schema id is (unreachable, a timeout, a 5xx or
+	// any answer other than the schema or a definite "no such schema").
+	// A SchemaFetcher returns it (wrapped) for such a failure, and Decode
+	// returns it for the message, which is not rejected: it carries no
+	// Reason, and the caller decodes the message again later.
+	ErrRegistryUnavailable = errors.New("schema: schema registry unavailable")
 )
 
 // Reason says why an input message was rejected. Each reason is a stable,
@@ -66,15 +74,26 @@ const (
 	// (or a JSON escape that encodes a lone surrogate).
 	ReasonInvalidUTF8
 	// ReasonUnknownSchema: a framed Avro message without the magic byte
-	// and schema id, or whose id the registry does not have (or could not
-	// be asked for).
+	// and schema id, or whose id the registry does not have (a definite
+	// answer; a registry that cannot be asked is ErrRegistryUnavailable,
+	// not a reason).
 	ReasonUnknownSchema
 	// ReasonSchemaMismatch: a framed Avro message whose writer schema
 	// lacks a configured field (or is not a record, or does not parse).
 	ReasonSchemaMismatch
 
 	numReasons // the number of reasons, for tables indexed by Reason
+
+	// reasonUnavailable is what a scan returns when the registry could not
+	// be asked for the message's schema; Decode turns it into
+	// errUnavailable. It is past numReasons: never counted, never in an
+	// *Error.
+	reasonUnavailable = numReasons
 )
+
+// errUnavailable is Decode's error for a message whose schema the registry
+// could not be asked for (one value: no allocation per blocked message).
+var errUnavailable = fmt.Errorf("%w: the message's writer schema could not be fetched; decode it again later", ErrRegistryUnavailable)
 
 // NumReasons is the number of distinct reasons, ReasonNone included; the
 // reasons are 0 … NumReasons−1, so callers can keep counters in an array.
