@@ -43,6 +43,9 @@ type Operator struct {
 	// registryDown is on during a registry outage (registry_outage.go).
 	registry     *registryClient
 	registryDown atomic.Bool
+	// avroOut is output.format avro's encoder and registered schema id
+	// (output_avro.go); set by Run before anything publishes.
+	avroOut *avroOutput
 	// trustedCreateTime: the caller produces the input itself with the
 	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
 	trustedCreateTime bool
@@ -257,6 +260,16 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("mechanism chosen automatically", "choice", ch)
 	}
 
+	if o.cfg.Output.Format == FormatAvro {
+		if err := o.registerReleaseSchema(ctx); err != nil {
+			if ctx.Err() != nil {
+				o.log.Info("stopped before the release schema was registered")
+				return nil
+			}
+			o.health.set(false, "refused to start: see the log")
+			return err
+		}
+	}
 	rec, err := o.setup(ctx, cl)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -8,6 +8,7 @@ package operator
 // build.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,50 +100,73 @@ type schemaResponse struct {
 
 // registryError is the body of a registry's error answer.
 type registryError struct {
-	Code int `json:"error_code"`
+	Code    int    `json:"error_code"`
+	Message string `json:"message"`
+}
+
+// unavailable is a failure to ask the registry (a transport error, a
+// timeout, a status that answers nothing): it wraps
+// schema.ErrRegistryUnavailable and names the registry.
+func (c *registryClient) unavailable(format string, a ...any) error {
+	return fmt.Errorf("operator: registry %s: "+format+" (%w)", append(append([]any{c.shown}, a...), schema.ErrRegistryUnavailable)...)
+}
+
+// call runs one request (path below the base URL, body JSON or nil) and
+// returns the status and the body (at most registryMaxBody+1 bytes). The
+// error is a failure to ask (unavailable); a status is the caller's.
+func (c *registryClient) call(method, path string, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(c.context(), registryTimeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return 0, nil, c.unavailable("%w", err)
+	}
+	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	}
+	if c.user != "" {
+		pw, err := c.password()
+		if err != nil {
+			return 0, nil, c.unavailable("%w", err)
+		}
+		req.SetBasicAuth(c.user, pw)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, c.unavailable("%w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, registryMaxBody+1))
+	if err != nil {
+		return 0, nil, c.unavailable("%s %s: reading the answer: %w", method, path, err)
+	}
+	return resp.StatusCode, b, nil
 }
 
 // fetch runs one request for the schema of id (schema.SchemaFetcher). A
 // failure to ask (transport, timeout, a status other than 200 and the
 // definite 404) wraps schema.ErrRegistryUnavailable.
 func (c *registryClient) fetch(id uint32) (string, error) {
-	ctx, cancel := context.WithTimeout(c.context(), registryTimeout)
-	defer cancel()
-	unavailable := func(format string, a ...any) error {
-		return fmt.Errorf("operator: registry %s: "+format+" (%w)", append(append([]any{c.shown}, a...), schema.ErrRegistryUnavailable)...)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/schemas/ids/"+strconv.FormatUint(uint64(id), 10), nil)
-	if err != nil {
-		return "", unavailable("%w", err)
-	}
-	req.Header.Set("Accept", "application/vnd.schemaregistry.v1+json, application/json")
-	if c.user != "" {
-		pw, err := c.password()
-		if err != nil {
-			return "", unavailable("%w", err)
-		}
-		req.SetBasicAuth(c.user, pw)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return "", unavailable("%w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, registryMaxBody+1))
+	status, body, err := c.call(http.MethodGet, "/schemas/ids/"+strconv.FormatUint(uint64(id), 10), nil)
 	var rerr registryError
 	switch {
 	case err != nil:
-		return "", unavailable("reading schema %d: %w", id, err)
-	case resp.StatusCode == http.StatusNotFound && json.Unmarshal(body, &rerr) == nil && rerr.Code == registryNoSchema:
+		return "", err
+	case status == http.StatusNotFound && json.Unmarshal(body, &rerr) == nil && rerr.Code == registryNoSchema:
 		return "", fmt.Errorf("%w: %d (registry status 404, error code %d)", schema.ErrUnknownSchema, id, registryNoSchema)
-	case resp.StatusCode != http.StatusOK:
-		return "", unavailable("schema %d: status %d", id, resp.StatusCode)
+	case status != http.StatusOK:
+		return "", c.unavailable("schema %d: status %d", id, status)
 	case len(body) > registryMaxBody:
 		return "", fmt.Errorf("%w: schema %d is larger than %d bytes", schema.ErrSchemaMismatch, id, registryMaxBody)
 	}
 	var sr schemaResponse
 	if err := json.Unmarshal(body, &sr); err != nil {
-		return "", unavailable("schema %d: %w", id, err)
+		return "", c.unavailable("schema %d: %w", id, err)
 	}
 	if sr.SchemaType != "" && sr.SchemaType != "AVRO" {
 		return "", fmt.Errorf("%w: schema %d is %s, not Avro", schema.ErrSchemaMismatch, id, sr.SchemaType)

@@ -41,7 +41,7 @@ func (c Config) Problems() []string {
 	c.Bounds.check(&p, c.Schema)
 	c.Privacy.check(&p, c.Windows, c.Schema)
 	c.Observability.check(&p)
-	c.Output.check(&p)
+	c.Output.check(&p, c.Schema)
 	checkRunning(&p, c)
 	if c.Kafka.ScaleOut {
 		if t := c.Kafka.partialsTopic(); t == c.Kafka.stateTopic() || t == c.Kafka.OutputTopic || slices.Contains(c.Kafka.InputTopics, t) {

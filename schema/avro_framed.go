@@ -90,19 +90,34 @@ func (c Config) validateRegistry(p *problems, d Config) {
 	if c.AvroSchema != "" {
 		p.bad("set one of avro_schema (plain Avro) and registry.url (framed Avro)")
 	}
+	for _, s := range r.Problems() {
+		p.bad("%s", s)
+	}
+}
+
+// Problems returns what is wrong with r's own settings (a URL that is
+// not http or https, TLS without https, two passwords, a password without
+// a user), one line each naming the setting relative to the block
+// ("registry.url …"); nil when nothing is. An empty URL is not checked.
+func (r RegistryConfig) Problems() []string {
+	var out []string
+	if r.URL == "" {
+		return nil
+	}
 	u, err := url.Parse(r.URL)
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-		p.bad("registry.url is not an http or https URL")
+		out = append(out, "registry.url is not an http or https URL")
 	case r.TLS.Enabled && u.Scheme != "https":
-		p.bad("registry.tls.enabled needs an https registry.url")
+		out = append(out, "registry.tls.enabled needs an https registry.url")
 	}
 	if r.Password != "" && r.PasswordFile != "" {
-		p.bad("set one of registry.password and registry.password_file")
+		out = append(out, "set one of registry.password and registry.password_file")
 	}
 	if (r.Password != "" || r.PasswordFile != "") && r.Username == "" {
-		p.bad("registry.password is set but registry.username is not")
+		out = append(out, "registry.password is set but registry.username is not")
 	}
+	return out
 }
 
 // framed reports whether c reads framed Avro (with a registry).
