@@ -6,13 +6,10 @@ package operator
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
-	"os"
 	"reflect"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/dpstream/dpstream/operator/kafkatest"
 	"github.com/dpstream/dpstream/schema"
@@ -45,27 +42,10 @@ func registrySchema(t *testing.T, url string, id uint32) string {
 // one id, which registering the schema again returns too (so replays are
 // byte-identical); a restart recognises every record as a release.
 func TestKafkaAvroOutput(t *testing.T) {
-	url := os.Getenv(envRegistry)
-	if url == "" {
-		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
-	}
+	url := testRegistry(t)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
-	in := uniqueName("dpstream-avroout-in")
-	createTopic(t, cl, in, 2)
-	const nWindows = 3
-	s := genStream(22, nWindows, 30)
-	produce(t, brokers, in, s.messages(0, time.Second))
-	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
-
-	refOut := uniqueName("dpstream-avroout-ref")
-	ref := testConfig(brokers, in, refOut, uniqueName("dpstream-avroout-ref"))
-	ref.Kafka.CreateTopics = true
-	op, pub := newTestOperator(t, ref)
-	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
-		t.Fatalf("reference run: %v", err)
-	}
-	refRels, _ := readReleases(t, cl, refOut)
+	in, lastStart, refRels := referenceRun(t, brokers, cl, "dpstream-avroout")
 	want := map[string]schema.ReleaseRecord{}
 	for _, r := range refRels {
 		recs, err := schema.ReleaseRecords(&r, schema.JSONOptions{})
@@ -79,20 +59,7 @@ func TestKafkaAvroOutput(t *testing.T) {
 		}
 	}
 
-	out := uniqueName("dpstream-avroout-out")
-	c := testConfig(brokers, in, out, uniqueName("dpstream-avroout"))
-	c.Kafka.CreateTopics = true
-	c.Output = OutputConfig{Format: FormatAvro, Registry: schema.RegistryConfig{URL: url}}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	op, pub = newTestOperator(t, c)
-	crashAt(op, crashHalf)
-	if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {
-		t.Fatalf("want a simulated crash, got %v", err)
-	}
-	op, _ = newTestOperator(t, c)
-	runUntilOutput(t, op, cl, out, len(want), 90*time.Second)
+	out := crashedRun(t, brokers, cl, in, "dpstream-avroout", OutputConfig{Format: FormatAvro, Registry: schema.RegistryConfig{URL: url}}, lastStart, len(want))
 	ids := map[uint32]bool{}
 	got := 0
 	for _, m := range readAll(t, cl, out) {
@@ -123,10 +90,11 @@ func TestKafkaAvroOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := schema.NewAvroReleases(c.Schema.GroupBy)
-	again, level, _, err := rc.registerRelease(c.Kafka.releaseSubject(), enc.Schema())
+	enc, _ := schema.NewAvroReleases(testConfig(nil, in, out, "").Schema.GroupBy)
+	subject := KafkaConfig{OutputTopic: out}.releaseSubject()
+	again, level, _, err := rc.registerRelease(subject, enc.Schema())
 	if err != nil || len(ids) != 1 || !ids[again] {
 		t.Errorf("records carry schema ids %v; registering again gives %d (%v), want the one id", ids, again, err)
 	}
-	t.Logf("release schema id %d, subject %s, compatibility %s", again, c.Kafka.releaseSubject(), level)
+	t.Logf("release schema id %d, subject %s, compatibility %s", again, subject, level)
 }

@@ -40,6 +40,22 @@ const testAvroNoRegion = `{"type": "record", "name": "Reading", "namespace": "dp
  {"name": "ts", "type": "long"}, {"name": "user", "type": "string"},
  {"name": "cat", "type": "string"}, {"name": "v", "type": "double"}]}`
 
+// testRegistry returns the registry's URL, or skips the test saying how
+// to start one.
+func testRegistry(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv(envRegistry)
+	if url == "" {
+		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
+	}
+	return url
+}
+
+// testAvroRecord is e as a record of testAvroSchema.
+func testAvroRecord(e testEvent) map[string]any {
+	return map[string]any{"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value}
+}
+
 // registerSchema registers schemaJSON under subject and returns its id.
 func registerSchema(t *testing.T, url, subject, schemaJSON string) uint32 {
 	t.Helper()
@@ -80,10 +96,7 @@ func framedAvro(t *testing.T, id uint32, schemaJSON string, rec map[string]any) 
 // group-by field are skipped as schema_mismatch, with one ERROR naming the
 // field and the id.
 func TestKafkaRegistryAvro(t *testing.T) {
-	url := os.Getenv(envRegistry)
-	if url == "" {
-		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
-	}
+	url := testRegistry(t)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in, out := uniqueName("dpstream-avro-in"), uniqueName("dpstream-avro-out")
@@ -105,8 +118,7 @@ func TestKafkaRegistryAvro(t *testing.T) {
 		if i < len(s.events) {
 			e = s.events[i]
 		}
-		m.Value = framedAvro(t, id, testAvroSchema, map[string]any{
-			"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "ignored"}, "region": e.region, "cat": e.cat, "v": e.value})
+		m.Value = framedAvro(t, id, testAvroSchema, testAvroRecord(e))
 		avroMsgs = append(avroMsgs, m)
 		if i == 0 {
 			for range mismatched {
@@ -151,10 +163,7 @@ func TestKafkaRegistryAvro(t *testing.T) {
 // field. Old code: the shape check decoded without the registry, so
 // every configured field was "absent in every sampled record".
 func TestKafkaCheckAvro(t *testing.T) {
-	url := os.Getenv(envRegistry)
-	if url == "" {
-		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
-	}
+	url := testRegistry(t)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	s := genStream(23, 1, 10)
@@ -168,9 +177,7 @@ func TestKafkaCheckAvro(t *testing.T) {
 		produce(t, brokers, topic, msgs)
 	}
 	good, noRegion := uniqueName("dpstream-checkavro"), uniqueName("dpstream-checkavro-noregion")
-	produceAvro(good, testAvroSchema, func(e testEvent) map[string]any {
-		return map[string]any{"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value}
-	})
+	produceAvro(good, testAvroSchema, testAvroRecord)
 	produceAvro(noRegion, testAvroNoRegion, func(e testEvent) map[string]any {
 		return map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value}
 	})

@@ -84,7 +84,7 @@ func TestKafkaRegistryOutage(t *testing.T) {
 		if i < len(s.events) {
 			e = s.events[i]
 		}
-		rec := map[string]any{"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value}
+		rec := testAvroRecord(e)
 		m.Value = framedAvro(t, 1, testAvroSchema, rec)
 		avroMsgs = append(avroMsgs, m)
 		if i == 1 {
@@ -158,8 +158,7 @@ func TestKafkaRegistryDown(t *testing.T) {
 	msgs := s.messages(0, time.Second)
 	for i := range msgs {
 		e := s.events[min(i, len(s.events)-1)]
-		msgs[i].Value = framedAvro(t, 1, testAvroSchema, map[string]any{"ts": e.time, "user": e.user,
-			"meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value})
+		msgs[i].Value = framedAvro(t, 1, testAvroSchema, testAvroRecord(e))
 	}
 	produce(t, brokers, in, msgs)
 	srv, _ := outageRegistry(t, 1<<30)
