@@ -122,7 +122,7 @@ func shapeDecoder(cfg Config, report func(id uint32, err error)) (*schema.Decode
 	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
 		return schema.NewDecoder(sc)
 	}
-	c, err := newRegistryClient(sc.Registry)
+	c, err := newRegistryClient(sc.Registry, "schema.registry")
 	if err != nil {
 		return nil, err
 	}

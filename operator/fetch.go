@@ -281,7 +281,7 @@ func (f *fetcher) readBatch(ctx context.Context) (records int, ok bool, err erro
 	if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
 		err = rerr
 	}
-	if err == nil && blocked {
+	if blocked { // the batch was left unread: whatever Close said, wait for the registry
 		err = errRegistryBlocked
 	}
 	return records, true, err

@@ -53,7 +53,11 @@ func (o *Operator) registerReleaseSchema(ctx context.Context) error {
 	if err != nil {
 		return err // validated: never here
 	}
-	c, err := newRegistryClient(o.cfg.Output.registry(o.cfg.Schema))
+	key := "output.registry"
+	if o.cfg.Output.Registry.URL == "" {
+		key = "schema.registry"
+	}
+	c, err := newRegistryClient(o.cfg.Output.registry(o.cfg.Schema), key)
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func TestKafkaAvroOutput(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("%d values of the msgpack run missing from %d Avro records", len(want), got)
 	}
-	rc, err := newRegistryClient(schema.RegistryConfig{URL: url})
+	rc, err := newRegistryClient(schema.RegistryConfig{URL: url}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}

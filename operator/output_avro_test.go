@@ -48,7 +48,7 @@ func TestRegisterRelease(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL})
+	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}

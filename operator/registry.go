@@ -53,13 +53,14 @@ type registryClient struct {
 	ctx atomic.Pointer[context.Context]
 }
 
-// newRegistryClient builds the client of r (validated).
-func newRegistryClient(r schema.RegistryConfig) (*registryClient, error) {
+// newRegistryClient builds the client of r (validated), whose settings are
+// under key (schema.registry or output.registry) for errors.
+func newRegistryClient(r schema.RegistryConfig, key string) (*registryClient, error) {
 	tc := TLSConfig(r.TLS)
 	tc.Enabled = tc.Enabled || strings.HasPrefix(r.URL, "https:")
 	tlsCfg, err := tc.config()
 	if err != nil {
-		return nil, fmt.Errorf("%w (schema.registry.tls)", err)
+		return nil, fmt.Errorf("%w (%s.tls)", err, key)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = tlsCfg
@@ -73,7 +74,7 @@ func newRegistryClient(r schema.RegistryConfig) (*registryClient, error) {
 	case r.PasswordFile != "":
 		file := r.PasswordFile
 		if _, err := readPassword(file); err != nil {
-			return nil, fmt.Errorf("%w (schema.registry.password_file)", err)
+			return nil, fmt.Errorf("%w (%s.password_file)", err, key)
 		}
 		c.password = func() (string, error) { return readPassword(file) }
 	default:
@@ -184,7 +185,7 @@ func (o *Operator) newSchemas() (*schema.Schemas, error) {
 	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
 		return nil, nil
 	}
-	c, err := newRegistryClient(sc.Registry)
+	c, err := newRegistryClient(sc.Registry, "schema.registry")
 	if err != nil {
 		return nil, err
 	}

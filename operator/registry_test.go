@@ -49,7 +49,7 @@ func TestRegistryClient(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat/", Username: "dp", PasswordFile: pwFile})
+	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat/", Username: "dp", PasswordFile: pwFile}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +73,14 @@ func TestRegistryClient(t *testing.T) {
 	if _, err := c.fetch(5); !errors.Is(err, schema.ErrUnknownSchema) {
 		t.Errorf("id 5 (404, error code 40403): %v, want ErrUnknownSchema", err)
 	}
-	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"})
+	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bad.fetch(1); err == nil || !strings.Contains(err.Error(), "status 401") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v, want status 401 without the password", err)
 	}
-	down, err := newRegistryClient(schema.RegistryConfig{URL: "http://user:hidden@" + srv.Listener.Addr().String() + "/ccompat"})
+	down, err := newRegistryClient(schema.RegistryConfig{URL: "http://user:hidden@" + srv.Listener.Addr().String() + "/ccompat"}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}
