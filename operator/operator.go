@@ -240,9 +240,6 @@ func (o *Operator) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait() // after cancel (defers run last-in first-out)
 	defer cancel()
-	if o.registry != nil {
-		o.registry.ctx.Store(&ctx) // requests in flight end with Run
-	}
 	if err := o.serveObservability(ctx, &wg); err != nil {
 		return err
 	}
@@ -260,15 +257,8 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("mechanism chosen automatically", "choice", ch)
 	}
 
-	if o.cfg.Output.Format == FormatAvro {
-		if err := o.registerReleaseSchema(ctx); err != nil {
-			if ctx.Err() != nil {
-				o.log.Info("stopped before the release schema was registered")
-				return nil
-			}
-			o.health.set(false, "refused to start: see the log")
-			return err
-		}
+	if stop, err := o.startRegistries(ctx); stop {
+		return err
 	}
 	rec, err := o.setup(ctx, cl)
 	if err != nil {

@@ -44,6 +44,28 @@ type avroOutput struct {
 // (TopicNameStrategy).
 func (k KafkaConfig) releaseSubject() string { return k.OutputTopic + "-value" }
 
+// startRegistries binds the input's registry client to Run's ctx
+// (requests in flight end with Run) and, with output.format avro,
+// registers the release schema. stop says Run must return err: nil when
+// ctx ended meanwhile, else the refusal.
+func (o *Operator) startRegistries(ctx context.Context) (stop bool, err error) {
+	if o.registry != nil {
+		o.registry.ctx.Store(&ctx)
+	}
+	if o.cfg.Output.Format != FormatAvro {
+		return false, nil
+	}
+	if err := o.registerReleaseSchema(ctx); err != nil {
+		if ctx.Err() != nil {
+			o.log.Info("stopped before the release schema was registered")
+			return true, nil
+		}
+		o.health.set(false, "refused to start: see the log")
+		return true, err
+	}
+	return false, nil
+}
+
 // registerReleaseSchema registers the release schema and sets o.avroOut;
 // a failure to ask the registry is retried with the Kafka backoff until
 // ctx ends (then it returns ctx's error), a refusal is an error wrapping
