@@ -13,6 +13,7 @@ import (
 // and skipping the rest, with a wrong SASL password (which no line
 // holds).
 func TestKafkaCheckSecure(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	sb := secureBrokerInfo(t)
 	sec := &secrets{}
 	for i, l := range goodListeners() {

@@ -115,11 +115,11 @@ func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string]
 }
 
 // shapeDecoder returns the decoder of the input shape check: for framed
-// Avro one whose schemas come from schema.registry (report is told of
-// each id whose schema cannot be used and of each failed fetch).
+// Avro or Protobuf one whose schemas come from schema.registry (report is
+// told of each id whose schema cannot be used and of each failed fetch).
 func shapeDecoder(cfg Config, report func(id uint32, err error)) (*schema.Decoder, error) {
 	sc := cfg.Schema
-	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
+	if sc.Registry.URL == "" { // validated: set only with format avro or protobuf
 		return schema.NewDecoder(sc)
 	}
 	c, err := newRegistryClient(sc.Registry, "schema.registry")

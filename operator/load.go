@@ -155,8 +155,19 @@ func LoadAll(path string, fs *pflag.FlagSet) (Config, []string, error) {
 	if err := decode(&c); err != nil {
 		return Config{}, problems, fmt.Errorf("%w: %v", ErrConfig, cleanDecodeError(err))
 	}
-	if p := avroSchemaFile(&c); p != "" {
-		problems = append(problems, p)
+	for _, f := range []struct {
+		setting string
+		value   *string
+		isText  func(string) bool // a schema's text, not a path
+	}{
+		// An Avro schema's JSON starts with '{', '[' or '"'.
+		{"schema.avro_schema", &c.Schema.AvroSchema, func(s string) bool { return strings.ContainsAny(s[:1], `{["`) }},
+		// A .proto file defines a message: it holds a '{'.
+		{"schema.protobuf_schema", &c.Schema.ProtobufSchema, func(s string) bool { return strings.Contains(s, "{") }},
+	} {
+		if p := schemaFile(f.setting, f.value, f.isText); p != "" {
+			problems = append(problems, p)
+		}
 	}
 	// Per-aggregate overrides bound to unset environment variables decode
 	// as empty strings; drop them.
@@ -592,20 +603,20 @@ func editDistance(a, b string) int {
 // --set and for messages).
 func ConfigKeys() []string { return sortedKeys(configKeys()) }
 
-// avroSchemaFile replaces a file path in schema.avro_schema (anything not
-// starting like JSON: '{', '[' or '"') by the file's content, so that the
-// schema package never reads files and the release digest covers the
-// writer schema itself rather than its path. It returns a problem line
-// when the file cannot be read.
-func avroSchemaFile(c *Config) string {
-	path := strings.TrimSpace(c.Schema.AvroSchema)
-	if path == "" || strings.ContainsAny(path[:1], `{["`) {
+// schemaFile replaces a file path in a schema setting (a value that is
+// not isText) by the file's content, so that the schema package never
+// reads files and the release digest covers the writer schema itself
+// rather than its path. It returns a problem line when the file cannot be
+// read.
+func schemaFile(setting string, value *string, isText func(string) bool) string {
+	path := strings.TrimSpace(*value)
+	if path == "" || isText(path) {
 		return ""
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Sprintf("schema.avro_schema: cannot read the schema file %s", path)
+		return fmt.Sprintf("%s: cannot read the schema file %s", setting, path)
 	}
-	c.Schema.AvroSchema = string(b)
+	*value = string(b)
 	return ""
 }

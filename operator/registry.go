@@ -1,11 +1,13 @@
 package operator
 
 // registry.go is the client of the Confluent-compatible schema registry
-// that framed Avro input (schema.registry.url) reads its writer schemas
-// from: one GET of /schemas/ids/{id} per schema id, cached by
-// schema.Schemas. It is a small net/http client: the one endpoint needs
-// no more, and no maintained registry client module is available to the
-// build.
+// that framed Avro and Protobuf input (schema.registry.url) reads its
+// writer schemas from: one GET of /schemas/ids/{id} per schema id, cached
+// by schema.Schemas, and for a Protobuf schema that imports other files
+// one GET of /subjects/{subject}/versions/{version} per reference. It is
+// a small net/http client: the two endpoints need no more, and no
+// maintained registry client module is available to the build. The
+// registration of the Avro release schema (output_avro.go) uses it too.
 
 import (
 	"bytes"
@@ -16,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -34,11 +37,22 @@ const (
 	// registryMaxBody caps a schema response (1 MiB): a writer schema is
 	// a few KiB.
 	registryMaxBody = 1 << 20
-	// registryNoSchema is the Confluent error code of "schema not found"
-	// (GET /schemas/ids/{id}): the only answer that skips a message as
-	// unknown_schema. A 404 without it (say, a registry URL with a wrong
-	// path) is a failure to ask, which blocks the partition.
-	registryNoSchema = 40403
+	// registryMaxRefs caps the references of one schema, counted over
+	// every level (a .proto file's imports and theirs): a schema with
+	// more is not used (schema_mismatch). 64 is far beyond the imports of
+	// an event's message type.
+	registryMaxRefs = 64
+)
+
+// The Confluent error codes of a definite "not found" (with status 404):
+// the only answers that skip a message as unknown_schema (or, for a
+// reference, schema_mismatch). A 404 without one of them (say, a
+// registry URL with a wrong path) is a failure to ask, which blocks the
+// partition.
+const (
+	registrySubjectNotFound = 40401 // GET /subjects/{subject}/versions/{version}: no such subject
+	registryVersionNotFound = 40402 // … no such version
+	registryNoSchema        = 40403 // GET /schemas/ids/{id}: no such schema
 )
 
 // registryClient fetches writer schemas by id.
@@ -92,11 +106,68 @@ func (c *registryClient) context() context.Context {
 	return context.Background()
 }
 
-// schemaResponse is the body of GET /schemas/ids/{id}; schemaType is
-// absent for Avro.
+// schemaResponse is the body of GET /schemas/ids/{id} and of
+// GET /subjects/{subject}/versions/{version}; schemaType is absent for
+// Avro.
 type schemaResponse struct {
-	Schema     string `json:"schema"`
-	SchemaType string `json:"schemaType"`
+	Schema     string            `json:"schema"`
+	SchemaType string            `json:"schemaType"`
+	References []schemaReference `json:"references"`
+}
+
+// schemaReference is a schema's reference to another: the import name
+// (for Protobuf, the path in an import statement) and the subject
+// version registered under it.
+type schemaReference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// fetch returns the schema of id with its references resolved
+// (schema.SchemaFetcher): one request each, a failure to ask wrapping
+// schema.ErrRegistryUnavailable (the fetcher waits and asks again).
+func (c *registryClient) fetch(id uint32) (schema.RegisteredSchema, error) {
+	sr, err := c.get("/schemas/ids/"+strconv.FormatUint(uint64(id), 10), fmt.Sprintf("schema %d", id), registryNoSchema)
+	if err != nil {
+		return schema.RegisteredSchema{}, err
+	}
+	rs := schema.RegisteredSchema{Type: sr.SchemaType, Schema: sr.Schema}
+	if len(sr.References) > 0 {
+		rs.References = map[string]string{}
+		if err := c.resolve(id, sr.References, rs.References); err != nil {
+			return schema.RegisteredSchema{}, err
+		}
+	}
+	return rs, nil
+}
+
+// resolve fetches the referenced schemas into files by import name,
+// and theirs, up to registryMaxRefs in all. A reference the registry
+// does not have makes the schema of id a mismatch (it cannot compile).
+func (c *registryClient) resolve(id uint32, refs []schemaReference, files map[string]string) error {
+	for _, ref := range refs {
+		if _, done := files[ref.Name]; done {
+			continue
+		}
+		if len(files) >= registryMaxRefs {
+			return fmt.Errorf("%w: schema %d has more than %d references", schema.ErrSchemaMismatch, id, registryMaxRefs)
+		}
+		what := fmt.Sprintf("reference %q of schema %d", ref.Name, id)
+		sr, err := c.get("/subjects/"+url.PathEscape(ref.Subject)+"/versions/"+strconv.Itoa(ref.Version), what,
+			registrySubjectNotFound, registryVersionNotFound)
+		if errors.Is(err, schema.ErrUnknownSchema) {
+			return fmt.Errorf("%w: %s (subject %q version %d) is not in the registry", schema.ErrSchemaMismatch, what, ref.Subject, ref.Version)
+		}
+		if err != nil {
+			return err
+		}
+		files[ref.Name] = sr.Schema
+		if err := c.resolve(id, sr.References, files); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // registryError is the body of a registry's error answer.
@@ -149,40 +220,38 @@ func (c *registryClient) call(method, path string, body []byte) (int, []byte, er
 	return resp.StatusCode, b, nil
 }
 
-// fetch runs one request for the schema of id (schema.SchemaFetcher). A
-// failure to ask (transport, timeout, a status other than 200 and the
-// definite 404) wraps schema.ErrRegistryUnavailable.
-func (c *registryClient) fetch(id uint32) (string, error) {
-	status, body, err := c.call(http.MethodGet, "/schemas/ids/"+strconv.FormatUint(uint64(id), 10), nil)
+// get runs one request for the schema at path (under the base URL), named
+// what in errors: a 404 with one of the error codes notFound wraps
+// schema.ErrUnknownSchema, any other failure is a failure to ask.
+func (c *registryClient) get(path, what string, notFound ...int) (schemaResponse, error) {
+	var sr schemaResponse
+	status, body, err := c.call(http.MethodGet, path, nil)
 	var rerr registryError
 	switch {
 	case err != nil:
-		return "", err
-	case status == http.StatusNotFound && json.Unmarshal(body, &rerr) == nil && rerr.Code == registryNoSchema:
-		return "", fmt.Errorf("%w: %d (registry status 404, error code %d)", schema.ErrUnknownSchema, id, registryNoSchema)
+		return sr, err
+	case status == http.StatusNotFound && json.Unmarshal(body, &rerr) == nil && slices.Contains(notFound, rerr.Code):
+		return sr, fmt.Errorf("%w: %s (registry status 404, error code %d)", schema.ErrUnknownSchema, what, rerr.Code)
 	case status != http.StatusOK:
-		return "", c.unavailable("schema %d: status %d", id, status)
+		return sr, c.unavailable("%s: status %d", what, status)
 	case len(body) > registryMaxBody:
-		return "", fmt.Errorf("%w: schema %d is larger than %d bytes", schema.ErrSchemaMismatch, id, registryMaxBody)
+		return sr, fmt.Errorf("%w: %s is larger than %d bytes", schema.ErrSchemaMismatch, what, registryMaxBody)
 	}
-	var sr schemaResponse
 	if err := json.Unmarshal(body, &sr); err != nil {
-		return "", c.unavailable("schema %d: %w", id, err)
+		return sr, c.unavailable("%s: %w", what, err)
 	}
-	if sr.SchemaType != "" && sr.SchemaType != "AVRO" {
-		return "", fmt.Errorf("%w: schema %d is %s, not Avro", schema.ErrSchemaMismatch, id, sr.SchemaType)
-	}
-	return sr.Schema, nil
+	return sr, nil
 }
 
-// newSchemas returns the schema cache of framed Avro input, or nil for
-// the other formats. A schema that cannot be used is logged at ERROR once
-// per id, naming the missing fields and the id (never message content); a
-// failure to ask the registry at WARN once per outage
-// (registryOutage).
+// newSchemas returns the schema cache of framed Avro or Protobuf input,
+// or nil for the other formats. A schema that cannot be used is logged at
+// ERROR once per id, naming the missing fields and the id (never message
+// content); a failure to ask the registry at WARN once per outage
+// (registry_outage.go).
 func (o *Operator) newSchemas() (*schema.Schemas, error) {
 	sc := o.cfg.Schema
-	if sc.Format != schema.FormatAvro || sc.Registry.URL == "" {
+	if sc.Registry.URL == "" { // validated: format avro or protobuf
+
 		return nil, nil
 	}
 	c, err := newRegistryClient(sc.Registry, "schema.registry")
@@ -199,10 +268,10 @@ func (o *Operator) newSchemas() (*schema.Schemas, error) {
 		default: // a failure to ask: fetch below
 		}
 	}
-	fetch := func(id uint32) (string, error) {
-		s, err := c.fetch(id)
+	fetch := func(id uint32) (schema.RegisteredSchema, error) {
+		rs, err := c.fetch(id)
 		o.registryAnswered(c, err)
-		return s, err
+		return rs, err
 	}
 	return schema.NewSchemas(sc, fetch, report)
 }

@@ -56,10 +56,12 @@ func testAvroRecord(e testEvent) map[string]any {
 	return map[string]any{"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value}
 }
 
-// registerSchema registers schemaJSON under subject and returns its id.
-func registerSchema(t *testing.T, url, subject, schemaJSON string) uint32 {
+// registerSchema registers the schema text of schemaType (AVRO,
+// PROTOBUF) under subject, with references (nil or
+// [{name, subject, version}]), and returns its id.
+func registerSchema(t *testing.T, url, subject, schemaType, text string, refs []map[string]any) uint32 {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"schema": schemaJSON})
+	body, _ := json.Marshal(map[string]any{"schema": text, "schemaType": schemaType, "references": refs})
 	resp, err := http.Post(url+"/subjects/"+subject+"/versions", "application/vnd.schemaregistry.v1+json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -96,64 +98,113 @@ func framedAvro(t *testing.T, id uint32, schemaJSON string, rec map[string]any) 
 // group-by field are skipped as schema_mismatch, with one ERROR naming the
 // field and the id.
 func TestKafkaRegistryAvro(t *testing.T) {
+	url, c, cl := registryTest(t, "dpstream-avro")
+	in := c.Kafka.InputTopics[0]
+	id := registerSchema(t, url, in+"-value", "AVRO", testAvroSchema, nil)
+	idNoRegion := registerSchema(t, url, in+"-other-value", "AVRO", testAvroNoRegion, nil)
+
+	c.Schema.Format = schema.FormatAvro
+	checkRegistryRun(t, registryRun{c: c, s: genStream(23, 3, 30), cl: cl, idNoRegion: idNoRegion,
+		encode: func(e testEvent) []byte {
+			return framedAvro(t, id, testAvroSchema, testAvroRecord(e))
+		},
+		mismatch: func(e testEvent) []byte {
+			return framedAvro(t, idNoRegion, testAvroNoRegion, map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value})
+		},
+	})
+}
+
+// registryTest skips t without a registry; else it returns the
+// registry's URL, the test config of a new input topic (named after
+// prefix) and output topic reading through it (the format still to set),
+// and the test clients.
+func registryTest(t *testing.T, prefix string) (string, Config, *clients) {
+	t.Helper()
 	url := testRegistry(t)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
-	in, out := uniqueName("dpstream-avro-in"), uniqueName("dpstream-avro-out")
+	in, out := uniqueName(prefix+"-in"), uniqueName(prefix+"-out")
 	createTopic(t, cl, in, 1)
-	id := registerSchema(t, url, in+"-value", testAvroSchema)
-	idNoRegion := registerSchema(t, url, in+"-other-value", testAvroNoRegion)
+	c := testConfig(brokers, in, out, uniqueName(prefix))
+	c.Schema.Registry.URL = url
+	return url, c, cl
+}
 
-	s := genStream(23, 3, 30)
-	c := testConfig(brokers, in, out, uniqueName("dpstream-avro"))
+// registryRun is one run of the framed-input tests: the stream s encoded
+// by encode, with after its first event mismatched messages encoded by
+// mismatch with the schema id idNoRegion (which lacks the group-by field).
+type registryRun struct {
+	c                Config // with the input format and registry set
+	s                testStream
+	cl               *clients
+	idNoRegion       uint32
+	encode, mismatch func(testEvent) []byte
+}
+
+// registryMismatched is how many messages of the schema without the
+// group-by field a registryRun produces.
+const registryMismatched = 3
+
+// checkRegistryRun produces r's messages, runs the operator on them and
+// checks that the releases are those of the stream (every window and
+// group, values within their intervals around the same truth:
+// checkReleases, as TestKafkaEndToEnd), every message was read, the
+// mismatched ones were skipped as schema_mismatch, and one ERROR named
+// region and the schema id.
+func checkRegistryRun(t *testing.T, r registryRun) {
+	t.Helper()
+	c := r.c
 	c.Kafka.CreateTopics = true
 	c.Observability.SensitiveMetrics = true // the test reads the decode and skip counters
-	c.Schema.Format = schema.FormatAvro
-	c.Schema.Registry.URL = url
-	msgs := s.messages(0, c.Windows.AllowedLateness) // the events, then the sentinel
-	const mismatched = 3
-	var avroMsgs []kafka.Message
+	in, out := c.Kafka.InputTopics[0], c.Kafka.OutputTopic
+	msgs := r.s.messages(0, c.Windows.AllowedLateness) // the events, then the sentinel
+	var framed []kafka.Message
 	for i, m := range msgs {
 		e := testEvent{user: "sentinel", region: "north", cat: "a", time: testStreamEnd.Load() - testArrivalDelay}
-		if i < len(s.events) {
-			e = s.events[i]
+		if i < len(r.s.events) {
+			e = r.s.events[i]
 		}
-		m.Value = framedAvro(t, id, testAvroSchema, testAvroRecord(e))
-		avroMsgs = append(avroMsgs, m)
+		m.Value = r.encode(e)
+		framed = append(framed, m)
 		if i == 0 {
-			for range mismatched {
-				m.Value = framedAvro(t, idNoRegion, testAvroNoRegion, map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value})
-				avroMsgs = append(avroMsgs, m)
+			for range registryMismatched {
+				m.Value = r.mismatch(e)
+				framed = append(framed, m)
 			}
 		}
 	}
-	produce(t, brokers, in, avroMsgs)
+	produce(t, c.Kafka.Brokers, in, framed)
 
 	op, pub, logs := newLoggedTestOperator(t, c)
 	if err := runUntil(t, op, testBase+2*testSize.Milliseconds(), pub, 90*time.Second); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	rels, _ := readReleases(t, cl, out)
-	if n := checkReleases(t, s, c, rels); n != 72 {
+	rels, _ := readReleases(t, r.cl, out)
+	if n := checkReleases(t, r.s, c, rels); n != 72 {
 		t.Errorf("checked %d values, want 72", n)
 	}
 	reg := op.Registry()
-	if got := counter(t, reg, "dpstream_events_skipped_total", schema.ReasonSchemaMismatch.String()); got != mismatched {
-		t.Errorf("schema_mismatch skips = %v, want %d", got, mismatched)
+	if got := counter(t, reg, "dpstream_events_skipped_total", schema.ReasonSchemaMismatch.String()); got != registryMismatched {
+		t.Errorf("schema_mismatch skips = %v, want %d", got, registryMismatched)
 	}
-	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(avroMsgs)) {
-		t.Errorf("events_in_total = %v, want %d", got, len(avroMsgs))
+	if got := counter(t, reg, "dpstream_events_in_total", in); got != float64(len(framed)) {
+		t.Errorf("events_in_total = %v, want %d", got, len(framed))
 	}
+	if errs := errorLines(logs.String()); len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
+		!strings.Contains(errs[0], strconv.FormatUint(uint64(r.idNoRegion), 10)) {
+		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, r.idNoRegion)
+	}
+}
+
+// errorLines returns the ERROR lines of a log (text or JSON handler).
+func errorLines(log string) []string {
 	var errs []string
-	for _, line := range strings.Split(logs.String(), "\n") {
+	for _, line := range strings.Split(log, "\n") {
 		if strings.Contains(line, `"level":"ERROR"`) || strings.Contains(line, "level=ERROR") {
 			errs = append(errs, line)
 		}
 	}
-	if len(errs) != 1 || !strings.Contains(errs[0], `region`) || !strings.Contains(errs[0], "schema_id") ||
-		!strings.Contains(errs[0], strconv.FormatUint(uint64(idNoRegion), 10)) {
-		t.Errorf("ERROR lines %q, want one naming region and schema id %d", errs, idNoRegion)
-	}
+	return errs
 }
 
 // TestKafkaCheckAvro: Check on framed Avro input with the real registry
@@ -169,7 +220,7 @@ func TestKafkaCheckAvro(t *testing.T) {
 	s := genStream(23, 1, 10)
 	produceAvro := func(topic, schemaJSON string, rec func(e testEvent) map[string]any) {
 		createTopic(t, cl, topic, 1)
-		id := registerSchema(t, url, topic+"-value", schemaJSON)
+		id := registerSchema(t, url, topic+"-value", "AVRO", schemaJSON, nil)
 		msgs := s.messages(0, time.Second)
 		for i := range msgs {
 			msgs[i].Value = framedAvro(t, id, schemaJSON, rec(s.events[min(i, len(s.events)-1)]))

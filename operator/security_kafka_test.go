@@ -294,6 +294,7 @@ func readyz(addr string) (int, string, error) {
 // all these runs, at debug level, for the noise key, the SASL passwords,
 // and the unit ids and values of the input.
 func TestKafkaSecurity(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	sb := secureBrokerInfo(t)
 	sink := &logSink{}
 	sec := &secrets{}

@@ -103,6 +103,7 @@ func meterReadings(meters int, regions, tariffs []string, first, size int64, n i
 // (scale_out needed windows.start), and a first start logged origin
 // 1970-01-01.
 func TestKafkaSidecarRollingUpdate(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in, out, group := uniqueName("dpstream-sidecar-in"), uniqueName("dpstream-sidecar-out"), uniqueName("dpstream-sidecar")

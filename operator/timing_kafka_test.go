@@ -28,6 +28,7 @@ import (
 // idle_timeout − 0.5 s for the schedule. Single instance and scale-out
 // (stage 2 holds the merged window to the same schedule).
 func TestKafkaReleaseTimingNeighbour(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	size := testSize.Milliseconds()

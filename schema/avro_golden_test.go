@@ -93,17 +93,19 @@ func TestAvroGolden(t *testing.T) {
 	}
 	golden := compareGolden(t, filepath.Join("testdata", "avro_events.txt"), out.String())
 	reg := newFakeRegistry(map[uint32]string{1: avroTestSchema})
-	s, err := NewSchemas(framedConfig(), reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fd, err := NewFramedDecoder(framedConfig(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	blocks := strings.Split(string(golden), "\n## ")[1:]
-	if len(blocks) != len(avroCases()) {
-		t.Fatalf("%d events in the golden, want %d", len(blocks), len(avroCases()))
+	fd := framedDecoder(t, framedConfig(), reg)
+	checkFramedGolden(t, golden, len(avroCases()), d, fd, func(msg []byte) []byte { return frame(1, msg) })
+}
+
+// checkFramedGolden decodes each event of a golden file of events (blocks
+// "## name", the message in hex, "=> decoding") with d, and framed by
+// frame with fd, and compares with the file's decoding; n is the number
+// of events the file must hold.
+func checkFramedGolden(t *testing.T, golden string, n int, d, fd *Decoder, frame func([]byte) []byte) {
+	t.Helper()
+	blocks := strings.Split(golden, "\n## ")[1:]
+	if len(blocks) != n {
+		t.Fatalf("%d events in the golden, want %d", len(blocks), n)
 	}
 	for _, b := range blocks {
 		lines := strings.Split(b, "\n")
@@ -115,7 +117,7 @@ func TestAvroGolden(t *testing.T) {
 		if got := "=> " + renderDecoded(&e, d.Decode(msg, &e)); got != lines[2] {
 			t.Errorf("%s: %s, golden %s", lines[0], got, lines[2])
 		}
-		if got := "=> " + renderDecoded(&e, fd.Decode(frame(1, msg), &e)); got != lines[2] {
+		if got := "=> " + renderDecoded(&e, fd.Decode(frame(msg), &e)); got != lines[2] {
 			t.Errorf("%s framed: %s, golden %s", lines[0], got, lines[2])
 		}
 	}
@@ -209,19 +211,12 @@ func FuzzDecodeFramedAvro(f *testing.F) {
 	cfg := framedConfig()
 	cfg.MaxKeyLen, cfg.MaxStringLen = 16, 24
 	reg := newFakeRegistry(map[uint32]string{1: avroTestSchema, 2: avroNoUnitSchema})
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		f.Fatal(err)
-	}
-	d, err := NewFramedDecoder(cfg, s) // the inputs of one process run one at a time
-	if err != nil {
-		f.Fatal(err)
-	}
+	d := framedDecoder(f, cfg, reg) // the inputs of one process run one at a time
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		var e Event
 		err := d.Decode(msg, &e)
 		checkResult(t, d, &e, err)
-		if len(msg) >= avroHeader && msg[0] == 0 && msg[1]|msg[2]|msg[3] == 0 && msg[4] == 2 && ReasonOf(err) != ReasonSchemaMismatch {
+		if len(msg) >= framedHeader && msg[0] == 0 && msg[1]|msg[2]|msg[3] == 0 && msg[4] == 2 && ReasonOf(err) != ReasonSchemaMismatch {
 			t.Fatalf("schema 2: %v, want schema_mismatch", err)
 		}
 	})

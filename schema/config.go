@@ -24,6 +24,11 @@ const (
 	// written with the schema Config.AvroSchema, or framed (magic byte and
 	// schema id) with a schema of Config.Registry.
 	FormatAvro Format = "avro"
+	// FormatProtobuf: every message is one Protobuf message in the binary
+	// wire format, of type Config.ProtobufMessage in Config.ProtobufSchema,
+	// or framed (magic byte, schema id, message indexes) with a schema of
+	// Config.Registry.
+	FormatProtobuf Format = "protobuf"
 )
 
 // TimeFormat says how the event-time field is written.
@@ -90,8 +95,8 @@ const (
 // The zero values of Format, TimeFormat, MaxKeyLen, MaxStringLen, MinTime
 // and MaxTime select the defaults.
 type Config struct {
-	// Format is the input encoding: "msgpack", "json", "avro" or "auto"
-	// (default).
+	// Format is the input encoding: "msgpack", "json", "avro",
+	// "protobuf" or "auto" (default).
 	Format Format `mapstructure:"format"`
 	// AvroSchema is the writer schema of plain Avro input, as JSON (the
 	// operator's config loader reads a file path given there). Required
@@ -100,9 +105,19 @@ type Config struct {
 	// from JSON when empty, so that release digests (operator) of other
 	// formats are as before.
 	AvroSchema string `mapstructure:"avro_schema" json:"AvroSchema,omitempty"`
-	// Registry, with a URL, makes format avro read the Confluent wire
-	// format (magic byte, schema id, record), the writer schemas fetched
-	// from the registry by id. Not in JSON: it does not shape a release.
+	// ProtobufSchema is the .proto file (its text; the operator's config
+	// loader reads a file path given there) of plain Protobuf input, and
+	// ProtobufMessage the fully-qualified name of the message type of
+	// every input message in it (say "meter.v1.Reading"). Both required
+	// with format protobuf without a registry; every configured field
+	// must be a field of that message (paths follow message fields).
+	// Omitted from JSON when empty, as AvroSchema.
+	ProtobufSchema  string `mapstructure:"protobuf_schema" json:"ProtobufSchema,omitempty"`
+	ProtobufMessage string `mapstructure:"protobuf_message" json:"ProtobufMessage,omitempty"`
+	// Registry, with a URL, makes format avro or protobuf read the
+	// Confluent wire format (magic byte, schema id, [message indexes,]
+	// record), the writer schemas fetched from the registry by id. Not in
+	// JSON: it does not shape a release.
 	Registry RegistryConfig `mapstructure:"registry" json:"-"`
 
 	// TimeField names the event-time field (required).
@@ -256,8 +271,15 @@ func (c Config) Validate() error {
 	c.validateValue(p, d)
 	c.validatePaths(p)
 	c.validateRegistry(p, d)
-	if len(p.errs) == 0 && d.Format == FormatAvro && !d.framed() {
-		if _, err := newDecoder(d).plainAvro(); err != nil {
+	if len(p.errs) == 0 && !d.framed() {
+		var err error
+		switch d.Format {
+		case FormatAvro:
+			_, err = newDecoder(d).plainAvro()
+		case FormatProtobuf:
+			_, err = newDecoder(d).plainProto()
+		}
+		if err != nil {
 			p.bad("%v", err)
 		}
 	}
@@ -267,12 +289,15 @@ func (c Config) Validate() error {
 // validateLimits checks the formats and limits; d is c with its defaults.
 func (c Config) validateLimits(p *problems, d Config) {
 	switch d.Format {
-	case FormatAuto, FormatMsgpack, FormatJSON, FormatAvro:
+	case FormatAuto, FormatMsgpack, FormatJSON, FormatAvro, FormatProtobuf:
 	default:
-		p.bad("format %q is not one of msgpack, json, avro, auto", c.Format)
+		p.bad("format %q is not one of msgpack, json, avro, protobuf, auto", c.Format)
 	}
 	if d.Format != FormatAvro && c.AvroSchema != "" {
 		p.bad("avro_schema is set but format is not avro")
+	}
+	if d.Format != FormatProtobuf && (c.ProtobufSchema != "" || c.ProtobufMessage != "") {
+		p.bad("protobuf_schema or protobuf_message is set but format is not protobuf")
 	}
 	switch d.TimeFormat {
 	case TimeAuto, TimeUnixSeconds, TimeUnixMillis, TimeRFC3339:

@@ -90,25 +90,34 @@ type Decoder struct {
 	scanned bool             // the last Decode read the message as a map (Shape)
 	keyHook func(key []byte) // called with every string key while set (Keys)
 	avro    *avroPlan        // the plain Avro writer schema bound to the paths
-	// schemas and byID serve framed Avro: the shared cache and this
-	// decoder's view of it (ids whose entry is final).
+	proto   *pbPlan          // the plain Protobuf message bound to the paths
+	// schemas and byID serve framed Avro and Protobuf: the shared cache
+	// and this decoder's view of it (ids whose entry is final); pbByKey
+	// holds the Protobuf message types met, by id and message indexes.
 	schemas *Schemas
 	byID    map[uint32]schemaEntry
+	pbByKey map[pbKey]pbBound
+	pbLast  pbLast
 }
 
 // NewDecoder validates cfg and returns a Decoder for it. With framed Avro
-// (a registry) it has no schemas and rejects every message as
+// or Protobuf (a registry) it has no schemas and rejects every message as
 // unknown_schema: decode those with NewFramedDecoder.
 func NewDecoder(cfg Config) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	d := newDecoder(cfg.withDefaults())
-	if d.cfg.Format == FormatAvro && !d.cfg.framed() {
-		var err error
-		if d.avro, err = d.plainAvro(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
-		}
+	var err error
+	switch {
+	case d.cfg.framed():
+	case d.cfg.Format == FormatAvro:
+		d.avro, err = d.plainAvro()
+	case d.cfg.Format == FormatProtobuf:
+		d.proto, err = d.plainProto()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return d, nil
 }
@@ -225,10 +234,13 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 		r = d.scanMsgpack(msg)
 	case FormatJSON:
 		r = d.scanJSON(msg)
-	case FormatAvro:
-		if d.cfg.framed() {
+	case FormatAvro, FormatProtobuf:
+		switch {
+		case d.cfg.framed():
 			r = d.scanFramed(msg)
-		} else {
+		case d.proto != nil:
+			r = d.scanProto(d.proto, msg)
+		default:
 			r = d.scanAvro(d.avro, msg, 0)
 		}
 	default:

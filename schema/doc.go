@@ -4,13 +4,14 @@
 // # Input events
 //
 // A Config names the fields of an input message (a msgpack map, a JSON
-// object or an Avro record, plain or in the Confluent wire format with
-// schemas from a registry: NewSchemas, NewFramedDecoder) that matter: the event time, the privacy unit, the group-by
+// object, an Avro record or a Protobuf message, plain or in the Confluent
+// wire format with schemas from a registry: NewSchemas, NewFramedDecoder)
+// that matter: the event time, the privacy unit, the group-by
 // fields, a histogram field and a value field, each a key of the message
 // or a path into nested maps ("user.id"; ParsePath has the syntax and its
 // escapes). A Decoder built from it reads only those fields, straight from
-// the message bytes, with small hand-written msgpack, JSON and Avro
-// scanners (no reflection, no allocation except the unit string and new
+// the message bytes, with small hand-written msgpack, JSON, Avro and
+// Protobuf scanners (no reflection, no allocation except the unit string and new
 // group strings):
 //
 //	d, err := schema.NewDecoder(cfg)

@@ -21,11 +21,12 @@ var (
 	ErrVersion = errors.New("schema: unsupported release schema version")
 	// ErrInvalidGroup: a group string that MakeGroup did not produce.
 	ErrInvalidGroup = errors.New("schema: invalid group encoding")
-	// ErrSchemaMismatch: an Avro writer schema that is not a record or
-	// lacks a configured field.
+	// ErrSchemaMismatch: an Avro writer schema that is not a record, or an
+	// Avro or Protobuf writer schema that lacks a configured field or
+	// gives one a type its role cannot read.
 	ErrSchemaMismatch = errors.New("schema: writer schema does not match the configuration")
 	// ErrRegistryUnavailable: the schema registry could not say what a
-	// framed Avro message's schema id is (unreachable, a timeout, a 5xx or
+	// framed Avro or Protobuf message's schema id is (unreachable, a timeout, a 5xx or
 	// any answer other than the schema or a definite "no such schema").
 	// A SchemaFetcher returns it (wrapped) for such a failure, and Decode
 	// returns it for the message, which is not rejected: it carries no
@@ -42,9 +43,10 @@ const (
 	// ReasonNone is the reason of a nil error or of an error that did not
 	// come from Decode.
 	ReasonNone Reason = iota
-	// ReasonMalformed: not valid msgpack, JSON or Avro (truncated, a
-	// reserved byte, bad JSON syntax, an Avro index or count out of range,
-	// an empty message).
+	// ReasonMalformed: not valid msgpack, JSON, Avro or Protobuf
+	// (truncated, a reserved byte, bad JSON syntax, an Avro index or count
+	// out of range, an empty message, a Protobuf field number 0 or a
+	// configured field with another wire type than its schema's).
 	ReasonMalformed
 	// ReasonNotAMap: the message is well formed but is not a map/object.
 	ReasonNotAMap
@@ -73,13 +75,16 @@ const (
 	// ReasonInvalidUTF8: a configured string value that is not valid UTF-8
 	// (or a JSON escape that encodes a lone surrogate).
 	ReasonInvalidUTF8
-	// ReasonUnknownSchema: a framed Avro message without the magic byte
-	// and schema id, or whose id the registry does not have (a definite
-	// answer; a registry that cannot be asked is ErrRegistryUnavailable,
-	// not a reason).
+	// ReasonUnknownSchema: a framed Avro or Protobuf message without the
+	// magic byte and schema id, or whose id the registry does not have (a
+	// definite answer; a registry that cannot be asked is
+	// ErrRegistryUnavailable, not a reason), or whose Protobuf message
+	// indexes name no message of the schema.
 	ReasonUnknownSchema
-	// ReasonSchemaMismatch: a framed Avro message whose writer schema
-	// lacks a configured field (or is not a record, or does not parse).
+	// ReasonSchemaMismatch: a framed Avro or Protobuf message whose
+	// writer schema (for Protobuf, message type) lacks a configured field
+	// or gives it a type its role cannot read (or is not a record, does
+	// not parse, or is of the other format).
 	ReasonSchemaMismatch
 
 	numReasons // the number of reasons, for tables indexed by Reason

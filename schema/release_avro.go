@@ -136,7 +136,7 @@ func (e *AvroReleases) Records(r *Release, id uint32) ([]Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: Avro: %w", ErrInvalidRelease, err)
 		}
-		recs[i].Value = append(binary.BigEndian.AppendUint32([]byte{avroMagic}, id), b...)
+		recs[i].Value = append(binary.BigEndian.AppendUint32([]byte{framedMagic}, id), b...)
 	}
 	return recs, nil
 }
@@ -172,10 +172,10 @@ func (e *AvroReleases) avroValues(rec []byte) (map[string]any, error) {
 // AvroSchemaID returns the writer schema id of a framed Avro message, and
 // false when b is not one (no magic byte 0, or shorter than the header).
 func AvroSchemaID(b []byte) (uint32, bool) {
-	if len(b) < avroHeader || b[0] != avroMagic {
+	if len(b) < framedHeader || b[0] != framedMagic {
 		return 0, false
 	}
-	return binary.BigEndian.Uint32(b[1:avroHeader]), true
+	return binary.BigEndian.Uint32(b[1:framedHeader]), true
 }
 
 // DecodeReleaseAvro decodes a framed Avro release record (AvroReleases)
@@ -196,7 +196,7 @@ func DecodeReleaseAvro(b []byte, writerSchema string) (ReleaseRecord, error) {
 		return ReleaseRecord{}, fmt.Errorf("%w: the writer schema is not a record", ErrInvalidRelease)
 	}
 	var m map[string]any
-	if err := avro.Unmarshal(s, b[avroHeader:], &m); err != nil {
+	if err := avro.Unmarshal(s, b[framedHeader:], &m); err != nil {
 		return ReleaseRecord{}, fmt.Errorf("%w: Avro record does not decode", ErrInvalidRelease)
 	}
 	// The JSON record, in the writer schema's field order (the group
@@ -230,7 +230,7 @@ func DecodeReleaseAvroHead(b []byte) (ReleaseRecord, error) {
 	if _, ok := AvroSchemaID(b); !ok {
 		return ReleaseRecord{}, bad
 	}
-	p := avroHeader
+	p := framedHeader
 	long := func() int64 {
 		v, n := binary.Varint(b[min(p, len(b)):]) // Avro longs are zigzag varints
 		if n <= 0 {

@@ -43,6 +43,7 @@ const (
 // random beyond the noise, which is compared with itself: no false
 // failures.
 func TestKafkaConnectPostgres(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	brokers := kafkatest.Brokers(t)
 	connect, pg := os.Getenv(envConnect), os.Getenv(envPostgres)
 	if connect == "" || pg == "" {

@@ -403,6 +403,7 @@ func (c *crashTest) stop(p *proc) {
 // with identical bytes: nothing missing, nothing divergent (a release
 // written twice across a crash is allowed only with identical bytes).
 func TestKafkaCrashRecovery(t *testing.T) {
+	t.Parallel() // waits on the broker mostly; own topics and groups (docs/development.md)
 	brokers := kafkatest.Brokers(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()

@@ -93,11 +93,11 @@ func TestAvroReadingsFitTheAvroConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	const id = 17
-	schemas, err := schema.NewSchemas(cfg.Schema, func(got uint32) (string, error) {
+	schemas, err := schema.NewSchemas(cfg.Schema, func(got uint32) (schema.RegisteredSchema, error) {
 		if got != id {
-			return "", schema.ErrUnknownSchema
+			return schema.RegisteredSchema{}, schema.ErrUnknownSchema
 		}
-		return readingSchema, nil
+		return schema.RegisteredSchema{Schema: readingSchema}, nil
 	}, func(id uint32, err error) { t.Errorf("schema %d: %v", id, err) })
 	if err != nil {
 		t.Fatal(err)

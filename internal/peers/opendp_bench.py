@@ -38,7 +38,6 @@ repetitions are not reproducible run to run (the data are).
 """
 
 import argparse
-import bisect
 import csv
 import json
 import math
@@ -47,6 +46,8 @@ import sys
 import time
 
 import opendp.prelude as dp
+
+from quantile_errors import rank_error, truth_quantile
 
 dp.enable_features("contrib")
 
@@ -133,20 +134,6 @@ def histogram_measurements(eps, delta, bound):
     dom, met = dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance()
     by_cat = lambda mo: dp.t.make_count_by_categories(dom, met, categories=CATEGORIES, null_category=False, MO=mo)
     return noise_measurements(by_cat("L1Distance<int>"), eps, delta, bound, by_cat("L2Distance<int>"))
-
-
-def truth_quantile(sorted_vals, r):
-    """The ⌈rN⌉-th smallest value (at least the first), as the Go harness."""
-    k = max(1, math.ceil(r * len(sorted_vals)))
-    return sorted_vals[k - 1]
-
-
-def rank_error(sorted_vals, r, x):
-    """Distance in events from rN to the ranks x takes, as the Go harness."""
-    n = len(sorted_vals)
-    below = bisect.bisect_left(sorted_vals, x)
-    at_or_below = bisect.bisect_right(sorted_vals, x)
-    return max(0.0, below - r * n, r * n - at_or_below)
 
 
 def row_name(r, kind):

@@ -12,6 +12,7 @@ import (
 // fakeRegistry serves schemas by id and counts fetches and reports.
 type fakeRegistry struct {
 	mu       sync.Mutex
+	typ      string // the schemaType of every schema ("" for Avro)
 	schemas  map[uint32]string
 	down     map[uint32]bool // ids whose fetch fails (registry unreachable)
 	fetches  map[uint32]int
@@ -22,24 +23,68 @@ func newFakeRegistry(schemas map[uint32]string) *fakeRegistry {
 	return &fakeRegistry{schemas: schemas, down: map[uint32]bool{}, fetches: map[uint32]int{}, reported: map[uint32][]error{}}
 }
 
-func (f *fakeRegistry) fetch(id uint32) (string, error) {
+func (f *fakeRegistry) fetch(id uint32) (RegisteredSchema, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.fetches[id]++
 	if f.down[id] {
-		return "", errors.New("connection refused")
+		return RegisteredSchema{}, errors.New("connection refused")
 	}
 	s, ok := f.schemas[id]
 	if !ok {
-		return "", fmt.Errorf("%w: %d", ErrUnknownSchema, id)
+		return RegisteredSchema{}, fmt.Errorf("%w: %d", ErrUnknownSchema, id)
 	}
-	return s, nil
+	return RegisteredSchema{Type: f.typ, Schema: s}, nil
 }
 
 func (f *fakeRegistry) report(id uint32, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reported[id] = append(f.reported[id], err)
+}
+
+// framedDecoder returns a decoder of cfg (framed) over a new Schemas
+// fetching from reg; sharedDecoder(t, cfg, d.schemas) makes more.
+func framedDecoder(t testing.TB, cfg Config, reg *fakeRegistry) *Decoder {
+	t.Helper()
+	s, err := NewSchemas(cfg, reg.fetch, reg.report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sharedDecoder(t, cfg, s)
+}
+
+// sharedDecoder returns a decoder of cfg over s.
+func sharedDecoder(t testing.TB, cfg Config, s *Schemas) *Decoder {
+	t.Helper()
+	d, err := NewFramedDecoder(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// framedCase is a framed message and the reason it is rejected with
+// (ReasonNone: it decodes to the test's event).
+type framedCase struct {
+	name string
+	msg  []byte
+	want Reason
+}
+
+// checkFramedCases decodes every case three times (every id met again),
+// by each decoder in turn, checking the reason or the event want.
+func checkFramedCases(t *testing.T, decs []*Decoder, cases []framedCase, want Event) {
+	t.Helper()
+	for round := range 3 {
+		for _, c := range cases {
+			var e Event
+			err := decs[round%len(decs)].Decode(c.msg, &e)
+			if ReasonOf(err) != c.want || (c.want == ReasonNone && (err != nil || e != want)) {
+				t.Errorf("round %d, %s: %v %+v, want %v", round, c.name, err, e, c.want)
+			}
+		}
+	}
 }
 
 // framedConfig is avroTestConfig read through a registry.
@@ -51,7 +96,7 @@ func framedConfig() Config {
 
 // frame prefixes an Avro record with the magic byte and schema id.
 func frame(id uint32, rec []byte) []byte {
-	return append(binary.BigEndian.AppendUint32([]byte{avroMagic}, id), rec...)
+	return append(binary.BigEndian.AppendUint32([]byte{framedMagic}, id), rec...)
 }
 
 // avroNoUnitSchema is avroTestSchema without user.id (the user record
@@ -62,18 +107,8 @@ func TestFramedAvro(t *testing.T) {
 	reg := newFakeRegistry(map[uint32]string{7: avroTestSchema, 8: avroNoUnitSchema, 9: `{"type": "record"`})
 	reg.down[10] = true
 	cfg := framedConfig()
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	decs := []*Decoder{}
-	for range 2 {
-		d, err := NewFramedDecoder(cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		decs = append(decs, d)
-	}
+	d := framedDecoder(t, cfg, reg)
+	decs := []*Decoder{d, sharedDecoder(t, cfg, d.schemas)}
 	rec := encAvro(t, avroTestSchema, avroTestRecord())
 	want := Event{}
 	if err := mustDecoder(t, avroTestConfig()).Decode(rec, &want); err != nil {
@@ -81,11 +116,7 @@ func TestFramedAvro(t *testing.T) {
 	}
 	noUnit := avroTestRecord()
 	noUnit["user"] = map[string]any{"t.User": map[string]any{"tags": []any{}}}
-	cases := []struct {
-		name string
-		msg  []byte
-		want Reason
-	}{
+	cases := []framedCase{
 		{"known id", frame(7, rec), ReasonNone},
 		{"schema without the unit", frame(8, encAvro(t, avroNoUnitSchema, noUnit)), ReasonSchemaMismatch},
 		{"schema that does not parse", frame(9, rec), ReasonSchemaMismatch},
@@ -95,15 +126,8 @@ func TestFramedAvro(t *testing.T) {
 		{"plain Avro", rec, ReasonUnknownSchema},
 		{"truncated record", frame(7, rec[:len(rec)-1]), ReasonMalformed},
 	}
-	for round := range 3 { // every id met again, by each decoder
-		for _, c := range cases {
-			var e Event
-			err := decs[round%2].Decode(c.msg, &e)
-			if ReasonOf(err) != c.want || (c.want == ReasonNone && (err != nil || e != want)) {
-				t.Errorf("round %d, %s: %v %+v, want %v", round, c.name, err, e, c.want)
-			}
-		}
-		// Registry down: not a rejection (no reason), decoded at a later try.
+	checkFramedCases(t, decs, cases, want)
+	for round := range 3 { // registry down: not a rejection (no reason), decoded at a later try
 		var e Event
 		if err := decs[round%2].Decode(frame(10, rec), &e); !errors.Is(err, ErrRegistryUnavailable) || ReasonOf(err) != ReasonNone {
 			t.Errorf("round %d, registry down: %v, want ErrRegistryUnavailable without a reason", round, err)
@@ -139,14 +163,7 @@ func TestFramedAvro(t *testing.T) {
 func TestFramedAvroIDCap(t *testing.T) {
 	reg := newFakeRegistry(map[uint32]string{})
 	cfg := framedConfig()
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := NewFramedDecoder(cfg, s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := framedDecoder(t, cfg, reg)
 	var e Event
 	for id := range uint32(maxSchemaIDs + 10) {
 		if r := ReasonOf(d.Decode(frame(id, nil), &e)); r != ReasonUnknownSchema {
@@ -192,32 +209,11 @@ func TestFramedAvroConfig(t *testing.T) {
 func TestFramedAvroConcurrent(t *testing.T) {
 	reg := newFakeRegistry(map[uint32]string{7: avroTestSchema, 8: avroNoUnitSchema})
 	cfg := framedConfig()
-	s, err := NewSchemas(cfg, reg.fetch, reg.report)
-	if err != nil {
-		t.Fatal(err)
-	}
 	rec := encAvro(t, avroTestSchema, avroTestRecord())
-	var wg sync.WaitGroup
-	for g := range 4 {
-		d, err := NewFramedDecoder(cfg, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var e Event
-			for i := range 200 {
-				id := uint32(7 + (i+g)%3) // 7, 8 and the unknown 9
-				want := []Reason{ReasonNone, ReasonSchemaMismatch, ReasonUnknownSchema}[id-7]
-				if r := ReasonOf(d.Decode(frame(id, rec), &e)); r != want {
-					t.Errorf("id %d: %v, want %v", id, r, want)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	decodeConcurrently(t, cfg, reg, func(g, i int) ([]byte, Reason) {
+		id := uint32(7 + (i+g)%3) // 7, 8 and the unknown 9
+		return frame(id, rec), []Reason{ReasonNone, ReasonSchemaMismatch, ReasonUnknownSchema}[id-7]
+	})
 	for id := uint32(7); id <= 9; id++ {
 		if reg.fetches[id] != 1 {
 			t.Errorf("id %d fetched %d times, want once", id, reg.fetches[id])
@@ -226,4 +222,29 @@ func TestFramedAvroConcurrent(t *testing.T) {
 	if len(reg.reported[8]) != 1 || len(reg.reported[9]) != 1 {
 		t.Errorf("reports %v, want one for id 8 and one for id 9", reg.reported)
 	}
+}
+
+// decodeConcurrently decodes on 4 goroutines, each with its decoder of
+// cfg over one Schemas fetching from reg, 200 messages each: message i of
+// goroutine g and its reason are msg(g, i).
+func decodeConcurrently(t *testing.T, cfg Config, reg *fakeRegistry, msg func(g, i int) ([]byte, Reason)) {
+	t.Helper()
+	s := framedDecoder(t, cfg, reg).schemas
+	var wg sync.WaitGroup
+	for g := range 4 {
+		d := sharedDecoder(t, cfg, s)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var e Event
+			for i := range 200 {
+				m, want := msg(g, i)
+				if r := ReasonOf(d.Decode(m, &e)); r != want {
+					t.Errorf("goroutine %d, message %d: %v, want %v", g, i, r, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -8,20 +8,21 @@ import (
 	"sync"
 )
 
-// This file is Avro in the Confluent wire format: a message is the magic
-// byte 0, the writer schema's id in a schema registry (4 bytes, big
-// endian) and the Avro binary record. Schemas are fetched by id once per
-// Schemas (one per deployment, shared by its decoders), bound to the
-// configured paths and cached; a schema that lacks a configured field is
-// reported once, naming the field and the id, and its messages are
-// counted as schema_mismatch.
+// This file is the Confluent wire format of Avro and Protobuf input: a
+// message is the magic byte 0, the writer schema's id in a schema
+// registry (4 bytes, big endian), for Protobuf the message indexes
+// (protobuf_framed.go), and the binary record or message. Schemas are
+// fetched by id once per Schemas (one per deployment, shared by its
+// decoders), bound to the configured paths and cached; a schema that
+// lacks a configured field is reported once, naming the field and the
+// id, and its messages are counted as schema_mismatch.
 
-// avroMagic is the first byte of a Confluent-framed message (the wire
-// format's version, 0), followed by avroIDLen bytes of schema id.
+// framedMagic is the first byte of a Confluent-framed message (the wire
+// format's version, 0), followed by framedIDLen bytes of schema id.
 const (
-	avroMagic  = 0
-	avroIDLen  = 4
-	avroHeader = 1 + avroIDLen
+	framedMagic  = 0
+	framedIDLen  = 4
+	framedHeader = 1 + framedIDLen
 )
 
 // maxSchemaIDs caps the distinct schema ids a Schemas fetches: messages
@@ -38,17 +39,36 @@ var errTooManyIDs = fmt.Errorf("%w: more than %d distinct schema ids", ErrUnknow
 // registry does not have; the id's messages are then unknown_schema.
 var ErrUnknownSchema = errors.New("schema: unknown schema id")
 
-// SchemaFetcher returns the Avro writer schema (its JSON) registered under
-// id, or an error: wrapping ErrUnknownSchema when the registry does not
-// have the id (a definite answer: its messages are unknown_schema),
-// ErrSchemaMismatch when the schema is not Avro, else a failure to ask
-// the registry (best wrapping ErrRegistryUnavailable): the message is then
-// not decoded (Decode returns ErrRegistryUnavailable) and the id is asked
-// again at the next try.
-type SchemaFetcher func(id uint32) (string, error)
+// RegisteredSchema is a writer schema as a registry holds it.
+type RegisteredSchema struct {
+	// Type is the registry's schemaType: "AVRO" (also when empty),
+	// "PROTOBUF" or another the decoders do not read ("JSON").
+	Type string
+	// Schema is the text: an Avro schema's JSON, a .proto file.
+	Schema string
+	// References are the files a Protobuf schema imports (transitively),
+	// by import name: the registry's references, resolved.
+	References map[string]string
+}
+
+// Registry schema types.
+const (
+	schemaTypeAvro     = "AVRO"
+	schemaTypeProtobuf = "PROTOBUF"
+)
+
+// SchemaFetcher returns the writer schema registered under id, or an
+// error: wrapping ErrUnknownSchema when the registry does not have the
+// id (a definite answer: its messages are unknown_schema),
+// ErrSchemaMismatch when the schema cannot be used (say, a reference
+// that cannot be resolved), else a failure to ask the registry (best
+// wrapping ErrRegistryUnavailable): the message is then not decoded
+// (Decode returns ErrRegistryUnavailable) and the id is asked again at
+// the next try.
+type SchemaFetcher func(id uint32) (RegisteredSchema, error)
 
 // RegistryConfig is the Confluent-compatible schema registry of framed
-// Avro input. It is operational (not part of what shapes a release).
+// Avro or Protobuf input. It is operational (not part of what shapes a release).
 type RegistryConfig struct {
 	// URL is the registry's base URL, http or https, e.g.
 	// http://127.0.0.1:8081/apis/ccompat/v7; schemas are read from
@@ -84,11 +104,14 @@ func (c Config) validateRegistry(p *problems, d Config) {
 		}
 		return
 	}
-	if d.Format != FormatAvro {
-		p.bad("registry.url is set but format is not avro")
+	if d.Format != FormatAvro && d.Format != FormatProtobuf {
+		p.bad("registry.url is set but format is not avro or protobuf")
 	}
 	if c.AvroSchema != "" {
 		p.bad("set one of avro_schema (plain Avro) and registry.url (framed Avro)")
+	}
+	if c.ProtobufSchema != "" || c.ProtobufMessage != "" {
+		p.bad("set protobuf_schema and protobuf_message (plain Protobuf) or registry.url (framed Protobuf: the message indexes of each message name its type), not both")
 	}
 	for _, s := range r.Problems() {
 		p.bad("%s", s)
@@ -120,18 +143,24 @@ func (r RegistryConfig) Problems() []string {
 	return out
 }
 
-// framed reports whether c reads framed Avro (with a registry).
-func (c Config) framed() bool { return c.Format == FormatAvro && c.Registry.URL != "" }
+// framed reports whether c reads framed Avro or Protobuf (with a
+// registry).
+func (c Config) framed() bool {
+	return (c.Format == FormatAvro || c.Format == FormatProtobuf) && c.Registry.URL != ""
+}
 
-// schemaEntry is what one schema id decodes with: a plan, or the reason
-// its messages are skipped.
+// schemaEntry is what one schema id decodes with: an Avro plan, a
+// Protobuf file (whose messages are bound as the message indexes name
+// them), or the reason its messages are skipped.
 type schemaEntry struct {
 	plan   *avroPlan
+	proto  *pbSchema
 	reason Reason
 }
 
-// Schemas is the cache of the writer schemas of framed Avro input, shared
-// by the decoders of one configuration; it is safe for concurrent use.
+// Schemas is the cache of the writer schemas of framed Avro or Protobuf
+// input, shared by the decoders of one configuration; it is safe for
+// concurrent use.
 type Schemas struct {
 	fetch  SchemaFetcher
 	report func(id uint32, err error)
@@ -141,18 +170,19 @@ type Schemas struct {
 	byID map[uint32]schemaEntry
 }
 
-// NewSchemas returns the schema cache of cfg (framed Avro): fetch reads a
-// schema by id, report is called once per id whose schema cannot be used
-// (it lacks a configured field, is not a record or does not parse: an
-// error wrapping ErrSchemaMismatch naming the fields; not in the registry:
-// ErrUnknownSchema) and after every failed fetch (then the message is
-// not decoded and the id is fetched again at the next try).
+// NewSchemas returns the schema cache of cfg (framed Avro or Protobuf):
+// fetch reads a schema by id, report is called once per id whose schema
+// cannot be used (of another type than the format, lacking a configured
+// field, not a record or not parsing: an error wrapping ErrSchemaMismatch
+// naming the fields — for Protobuf once per id and message type; not in
+// the registry: ErrUnknownSchema) and after every failed fetch (then the
+// message is not decoded and the id is fetched again at the next try).
 func NewSchemas(cfg Config, fetch SchemaFetcher, report func(id uint32, err error)) (*Schemas, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if !cfg.withDefaults().framed() {
-		return nil, fmt.Errorf("%w: schemas need format avro with registry.url", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: schemas need format avro or protobuf with registry.url", ErrInvalidConfig)
 	}
 	return &Schemas{fetch: fetch, report: report, tmpl: newDecoder(cfg.withDefaults()), byID: map[uint32]schemaEntry{}}, nil
 }
@@ -173,9 +203,9 @@ func (s *Schemas) entry(id uint32) schemaEntry {
 		}
 		return schemaEntry{reason: ReasonUnknownSchema}
 	}
-	text, err := s.fetch(id)
+	rs, err := s.fetch(id)
 	switch {
-	case errors.Is(err, ErrSchemaMismatch): // say, not an Avro schema
+	case errors.Is(err, ErrSchemaMismatch): // say, a reference not resolved
 		s.report(id, err)
 		s.byID[id] = schemaEntry{reason: ReasonSchemaMismatch}
 		return s.byID[id]
@@ -187,51 +217,78 @@ func (s *Schemas) entry(id uint32) schemaEntry {
 		s.report(id, err)
 		return schemaEntry{reason: reasonUnavailable}
 	}
-	e := schemaEntry{reason: ReasonSchemaMismatch}
-	t, err := parseAvro(text)
-	if err == nil {
-		e.plan, err = s.tmpl.bindAvro(t)
-	} else {
-		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
-	}
+	e, err := s.bind(rs)
 	if err != nil {
 		s.report(id, err)
-	} else {
-		e.reason = ReasonNone
+		e = schemaEntry{reason: ReasonSchemaMismatch}
 	}
 	s.byID[id] = e
 	return e
 }
 
-// NewFramedDecoder returns a Decoder of framed Avro input whose schemas
-// come from s (NewSchemas of the same cfg).
+// bind binds a fetched schema to the configured paths: an Avro schema at
+// once, a Protobuf file once compiled (its messages at their first use).
+func (s *Schemas) bind(rs RegisteredSchema) (schemaEntry, error) {
+	typ := rs.Type
+	if typ == "" {
+		typ = schemaTypeAvro
+	}
+	if s.tmpl.cfg.Format == FormatProtobuf {
+		if typ != schemaTypeProtobuf {
+			return schemaEntry{}, fmt.Errorf("%w: the schema is %s, not Protobuf", ErrSchemaMismatch, typ)
+		}
+		fd, err := compileProto(rs.Schema, rs.References)
+		if err != nil {
+			return schemaEntry{}, fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
+		}
+		return schemaEntry{proto: &pbSchema{file: fd, bound: map[string]pbBound{}}}, nil
+	}
+	if typ != schemaTypeAvro {
+		return schemaEntry{}, fmt.Errorf("%w: the schema is %s, not Avro", ErrSchemaMismatch, typ)
+	}
+	t, err := parseAvro(rs.Schema)
+	if err != nil {
+		return schemaEntry{}, fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
+	}
+	plan, err := s.tmpl.bindAvro(t)
+	if err != nil {
+		return schemaEntry{}, err
+	}
+	return schemaEntry{plan: plan}, nil
+}
+
+// NewFramedDecoder returns a Decoder of framed Avro or Protobuf input
+// whose schemas come from s (NewSchemas of the same cfg).
 func NewFramedDecoder(cfg Config, s *Schemas) (*Decoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	d := newDecoder(cfg.withDefaults())
 	if !d.cfg.framed() || s == nil {
-		return nil, fmt.Errorf("%w: a framed decoder needs format avro, registry.url and schemas", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: a framed decoder needs format avro or protobuf, registry.url and schemas", ErrInvalidConfig)
 	}
 	d.schemas, d.byID = s, map[uint32]schemaEntry{}
 	return d, nil
 }
 
-// scanFramed reads a framed Avro message.
+// scanFramed reads a framed Avro or Protobuf message.
 func (d *Decoder) scanFramed(msg []byte) Reason {
-	if d.schemas == nil || len(msg) < avroHeader || msg[0] != avroMagic {
+	if d.schemas == nil || len(msg) < framedHeader || msg[0] != framedMagic {
 		return ReasonUnknownSchema
 	}
-	id := binary.BigEndian.Uint32(msg[1:avroHeader])
+	id := binary.BigEndian.Uint32(msg[1:framedHeader])
 	e, ok := d.byID[id]
 	if !ok {
 		e = d.schemas.entry(id)
-		if e.plan != nil || e.reason == ReasonSchemaMismatch {
+		if e.plan != nil || e.proto != nil || e.reason == ReasonSchemaMismatch {
 			d.byID[id] = e // final; unknown ids are asked again (the cache answers), unavailable ones fetched again
 		}
 	}
-	if e.plan == nil {
+	switch {
+	case e.proto != nil:
+		return d.scanFramedProto(id, e.proto, msg[framedHeader:])
+	case e.plan == nil:
 		return e.reason
 	}
-	return d.scanAvro(e.plan, msg, avroHeader)
+	return d.scanAvro(e.plan, msg, framedHeader)
 }
