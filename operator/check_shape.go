@@ -27,7 +27,15 @@ import (
 // names at least half of the records carry. It prints no value and no
 // count of records.
 func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string][]kafka.Partition, sample int) []CheckResult {
-	dec, err := schema.NewDecoder(cfg.Schema)
+	var schemaProblems []CheckResult // framed Avro: writer schemas that do not fit, or the registry
+	var unavailable error            // the last failure to ask the registry
+	dec, err := shapeDecoder(cfg, func(id uint32, err error) {
+		if errors.Is(err, schema.ErrRegistryUnavailable) {
+			unavailable = err
+			return
+		}
+		schemaProblems = append(schemaProblems, CheckResult{CheckFail, "input schema id " + strconv.FormatUint(uint64(id), 10), err.Error()})
+	})
 	if err != nil { // validated by the caller
 		return []CheckResult{{CheckFail, "input shape", err.Error()}}
 	}
@@ -53,7 +61,9 @@ func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string]
 		for _, p := range inputs[t] {
 			err := cl.readLatest(ctx, p, per, func(msg []byte) {
 				var e schema.Event
-				_ = dec.Decode(msg, &e)
+				if err := dec.Decode(msg, &e); errors.Is(err, schema.ErrRegistryUnavailable) {
+					return // not sampled: its schema is unknown (reported)
+				}
 				a, w := dec.Shape()
 				n++
 				badAll &= a | w
@@ -69,6 +79,12 @@ func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string]
 	}
 	if readFailure != nil {
 		return []CheckResult{{CheckFail, "input read", "cannot read the input (the principal needs Read on the input topics): " + readFailure.Error()}}
+	}
+	if unavailable != nil {
+		schemaProblems = append(schemaProblems, CheckResult{CheckFail, "schema registry", "cannot fetch the input's writer schemas (the running operator waits for the registry, skipping nothing): " + unavailable.Error()})
+	}
+	if len(schemaProblems) > 0 {
+		return schemaProblems
 	}
 	if n == 0 {
 		return []CheckResult{{CheckWarn, "input shape", "the input topics hold no records to sample; the running operator checks every record it decodes"}}
@@ -96,6 +112,25 @@ func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string]
 		out = append(out, CheckResult{CheckOK, "input shape", "every configured field is present, with a type its role accepts, in every sampled record; " + seen})
 	}
 	return out
+}
+
+// shapeDecoder returns the decoder of the input shape check: for framed
+// Avro or Protobuf one whose schemas come from schema.registry (report is
+// told of each id whose schema cannot be used and of each failed fetch).
+func shapeDecoder(cfg Config, report func(id uint32, err error)) (*schema.Decoder, error) {
+	sc := cfg.Schema
+	if sc.Registry.URL == "" { // validated: set only with format avro or protobuf
+		return schema.NewDecoder(sc)
+	}
+	c, err := newRegistryClient(sc.Registry, "schema.registry")
+	if err != nil {
+		return nil, err
+	}
+	s, err := schema.NewSchemas(sc, c.fetch, report)
+	if err != nil {
+		return nil, err
+	}
+	return schema.NewFramedDecoder(sc, s)
 }
 
 // readLatest calls fn with the value of each of the latest (at most) n

@@ -249,7 +249,9 @@ type item struct {
 // handle decodes and processes one input message.
 func (c *core) handle(m *kafka.Message) (outcome, schema.Reason, windows.Status) {
 	it := item{m: *m}
-	decode(c.dec, &it)
+	if decode(c.dec, &it) { // the registry could not be asked: not decided
+		return outDropped, schema.ReasonNone, windows.Unassigned
+	}
 	return c.handleItem(&it)
 }
 

@@ -50,15 +50,21 @@ func putItems(s []item) {
 }
 
 // decode fills it.ev and it.reason from it.m with dec, and on failure
-// it.absent and it.wrong (the input shape).
-func decode(dec *schema.Decoder, it *item) {
+// it.absent and it.wrong (the input shape). It returns true, leaving it
+// undecided, when the message's schema could not be fetched from the
+// registry: decode it again later (registry_outage.go).
+func decode(dec *schema.Decoder, it *item) (blocked bool) {
 	if err := dec.Decode(it.m.Value, &it.ev); err != nil {
+		if errors.Is(err, schema.ErrRegistryUnavailable) {
+			return true
+		}
 		it.reason = schema.ReasonOf(err)
 		if it.reason == schema.ReasonNone {
 			it.reason = schema.ReasonMalformed
 		}
 		it.absent, it.wrong = dec.Shape()
 	}
+	return false
 }
 
 // fetcher reads one input partition from pa.Offset and sends its decoded
@@ -78,6 +84,7 @@ type fetcher struct {
 	offset  int64         // the next offset to read; < 0: FirstOffset or LastOffset
 	backoff time.Duration // the current retry backoff
 	conn    *kafka.Conn   // to the partition's leader; nil: look it up again
+	blocked bool          // waiting for the schema registry (registry_outage.go)
 }
 
 // fetch runs a fetcher of one partition until ctx ends.
@@ -92,6 +99,7 @@ func (o *Operator) fetch(ctx context.Context, cl *clients, topic string, pa kafk
 		if f.conn != nil {
 			f.conn.Close()
 		}
+		f.unblock()
 	}()
 	for ctx.Err() == nil && f.step(ctx) {
 	}
@@ -172,6 +180,8 @@ func (f *fetcher) step(ctx context.Context) bool {
 	}
 	switch {
 	case err == nil:
+	case errors.Is(err, errRegistryBlocked):
+		return f.waitRegistry(ctx)
 	case errors.Is(err, kafka.OffsetOutOfRange):
 		// The committed offset is gone (retention): start from the
 		// earliest data still there. Events lost to retention are
@@ -202,6 +212,7 @@ func (f *fetcher) readBatch(ctx context.Context) (records int, ok bool, err erro
 	hwm := batch.HighWaterMark()
 	msgs := getItems()
 	var rerr error
+	blocked := false
 	for {
 		m, err := batch.ReadMessage()
 		if err != nil {
@@ -219,7 +230,13 @@ func (f *fetcher) readBatch(ctx context.Context) (records int, ok bool, err erro
 		m.Topic, m.Partition, m.HighWaterMark = f.topic, f.pa.ID, hwm
 		msgs = append(msgs, item{m: m})
 		it := &msgs[len(msgs)-1]
-		decode(f.dec, it)
+		if blocked = decode(f.dec, it); blocked {
+			// Stop at it: f.offset stays, no later message is read.
+			msgs[len(msgs)-1] = item{}
+			msgs = msgs[:len(msgs)-1]
+			break
+		}
+		f.unblock()
 		f.offset = m.Offset + 1
 		records++
 		if len(msgs) == itemChunk {
@@ -242,7 +259,7 @@ func (f *fetcher) readBatch(ctx context.Context) (records int, ok bool, err erro
 	complete := func(err error) bool {
 		return err == nil || errors.Is(err, io.EOF) || errors.Is(err, kafka.RequestTimedOut)
 	}
-	if complete(cerr) && complete(rerr) && end >= hwm {
+	if !blocked && complete(cerr) && complete(rerr) && end >= hwm {
 		// Read to the end: every later record is appended after the
 		// fetch was issued. The marker follows this fetch's messages,
 		// so the loop sees it after them (see core.caughtUp).
@@ -263,6 +280,9 @@ func (f *fetcher) readBatch(ctx context.Context) (records int, ok bool, err erro
 	err = cerr
 	if err == nil && rerr != nil && !errors.Is(rerr, io.EOF) {
 		err = rerr
+	}
+	if blocked { // the batch was left unread: whatever Close said, wait for the registry
+		err = errRegistryBlocked
 	}
 	return records, true, err
 }

@@ -30,6 +30,9 @@ type health struct {
 	// shape.go): while set, /readyz answers 503 with it, whatever ready
 	// says.
 	shape atomic.Value // string
+	// registry is the schema registry outage ("" when none,
+	// registry_outage.go): while set, /readyz answers 503 with it.
+	registry atomic.Value // string
 
 	mu     sync.Mutex
 	stages map[string]string // scale-out: what each stage of this instance serves
@@ -69,6 +72,10 @@ func (h *health) set(ready bool, reason string) {
 	}
 }
 
+// registryProblem sets the schema registry outage /readyz shows ("":
+// none).
+func (h *health) registryProblem(reason string) { h.registry.Store(reason) }
+
 // shapeProblem sets what the input-shape check reports ("": nothing).
 func (h *health) shapeProblem(reason string) { h.shape.Store(reason) }
 
@@ -98,7 +105,8 @@ func (h *health) handler(g prometheus.Gatherer) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		ready := h.ready.Load()
 		shape, _ := h.shape.Load().(string)
-		if ready && shape == "" {
+		registry, _ := h.registry.Load().(string)
+		if ready && shape == "" && registry == "" {
 			_, _ = w.Write([]byte("ready\n" + h.stageLines()))
 			return
 		}
@@ -113,6 +121,9 @@ func (h *health) handler(g prometheus.Gatherer) http.Handler {
 		}
 		if shape != "" {
 			msg += "not ready: " + shape + "\n"
+		}
+		if registry != "" {
+			msg += "not ready: " + registry + "\n"
 		}
 		_, _ = w.Write([]byte(msg + h.stageLines()))
 	})

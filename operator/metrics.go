@@ -64,7 +64,12 @@ type metrics struct {
 	totalDelta     prometheus.Gauge
 	brokerErrors   *prometheus.CounterVec
 	rebalances     prometheus.Counter
-	ready          prometheus.Gauge
+	// registryErrors counts failed schema registry requests and
+	// registryBlocked the input partitions waiting for the registry
+	// (registry_outage.go).
+	registryErrors  prometheus.Counter
+	registryBlocked prometheus.Gauge
+	ready           prometheus.Gauge
 
 	// The scale-out topology's stages (operational: assignments and which
 	// instance merges).
@@ -150,6 +155,10 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 			Help: "The configured total δ: per horizon, or per window without a horizon."}),
 		brokerErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "broker_errors_total",
 			Help: "Errors talking to the brokers, per operation (retried)."}, []string{"op"}),
+		registryErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "registry_errors_total",
+			Help: "Schema registry requests that failed to get an answer (unreachable, timeout, 5xx, 429, any status but the schema or a definite 404); the message waits and is decoded again, nothing is skipped."}),
+		registryBlocked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "registry_blocked_partitions",
+			Help: "Input partitions whose decoding waits for the schema registry (a registry outage: backpressure, no message skipped)."}),
 		rebalances: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "rebalances_total",
 			Help: "Consumer group generations joined."}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "ready",
@@ -164,7 +173,7 @@ func newMetrics(reg prometheus.Registerer, sensitive bool) (*metrics, error) {
 	}
 	cs := []prometheus.Collector{m.windowsClosed, m.windowsPub, m.releasesPub, m.releasesDup, m.publishLatency,
 		m.noiseScale, m.spentEps, m.spentDelta, m.windowEps, m.windowDelta, m.totalEps, m.totalDelta,
-		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsRejected}
+		m.brokerErrors, m.rebalances, m.ready, m.assigned, m.merging, m.partialsRejected, m.registryErrors, m.registryBlocked}
 	if sensitive {
 		s := &sensitiveMetrics{
 			eventsIn: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "events_in_total",

@@ -35,6 +35,7 @@ var operationalMetrics = []string{
 	"dpstream_budget_window_epsilon", "dpstream_budget_window_delta",
 	"dpstream_budget_total_epsilon", "dpstream_budget_total_delta",
 	"dpstream_broker_errors_total", "dpstream_rebalances_total", "dpstream_ready",
+	"dpstream_registry_errors_total", "dpstream_registry_blocked_partitions",
 	"dpstream_input_partitions_assigned", "dpstream_merging",
 }
 

@@ -39,6 +39,13 @@ type Operator struct {
 	// schemas caches the writer schemas of framed Avro input (nil for
 	// other formats), shared by the fetchers (registry.go).
 	schemas *schema.Schemas
+	// registry is the schemas' registry client (nil without one) and
+	// registryDown is on during a registry outage (registry_outage.go).
+	registry     *registryClient
+	registryDown atomic.Bool
+	// avroOut is output.format avro's encoder and registered schema id
+	// (output_avro.go); set by Run before anything publishes.
+	avroOut *avroOutput
 	// trustedCreateTime: the caller produces the input itself with the
 	// timestamps it means (WithTrustedCreateTime): no CreateTime warning.
 	trustedCreateTime bool
@@ -250,6 +257,9 @@ func (o *Operator) Run(ctx context.Context) error {
 		o.log.Info("mechanism chosen automatically", "choice", ch)
 	}
 
+	if stop, err := o.startRegistries(ctx); stop {
+		return err
+	}
 	rec, err := o.setup(ctx, cl)
 	if err != nil {
 		if ctx.Err() != nil {

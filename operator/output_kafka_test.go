@@ -39,21 +39,7 @@ func TestJSONOutputFakeBroker(t *testing.T) {
 // record as a release (readRelease).
 func checkJSONOutput(t *testing.T, brokers []string) {
 	cl := testClients(t, brokers)
-	in := uniqueName("dpstream-json-in")
-	createTopic(t, cl, in, 2)
-	const nWindows = 3
-	s := genStream(22, nWindows, 30)
-	produce(t, brokers, in, s.messages(0, time.Second))
-	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
-
-	refOut := uniqueName("dpstream-json-ref")
-	ref := testConfig(brokers, in, refOut, uniqueName("dpstream-json-ref"))
-	ref.Kafka.CreateTopics = true
-	op, pub := newTestOperator(t, ref)
-	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
-		t.Fatalf("reference run: %v", err)
-	}
-	refRels, _ := readReleases(t, cl, refOut)
+	in, lastStart, refRels := referenceRun(t, brokers, cl, "dpstream-json")
 	opt := schema.JSONOptions{ConnectSchema: true}
 	want := map[string][]byte{}
 	for _, r := range refRels {
@@ -66,20 +52,7 @@ func checkJSONOutput(t *testing.T, brokers []string) {
 		}
 	}
 
-	out := uniqueName("dpstream-json-out")
-	c := testConfig(brokers, in, out, uniqueName("dpstream-json"))
-	c.Kafka.CreateTopics = true
-	c.Output = OutputConfig{Format: FormatJSON, ConnectSchema: true}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	op, pub = newTestOperator(t, c)
-	crashAt(op, crashHalf)
-	if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {
-		t.Fatalf("want a simulated crash, got %v", err)
-	}
-	op, _ = newTestOperator(t, c)
-	runUntilOutput(t, op, cl, out, len(want), 90*time.Second)
+	out := crashedRun(t, brokers, cl, in, "dpstream-json", OutputConfig{Format: FormatJSON, ConnectSchema: true}, lastStart, len(want))
 	got := map[string][]byte{}
 	for _, m := range readAll(t, cl, out) {
 		if _, dup := got[string(m.Key)]; dup {
@@ -105,4 +78,48 @@ func checkJSONOutput(t *testing.T, brokers []string) {
 			t.Errorf("record %q is not recognised as a release when read back", k)
 		}
 	}
+}
+
+// referenceRun produces the test stream (3 windows) to a new input topic
+// of 2 partitions and runs the msgpack reference deployment on it: it
+// returns the input topic, the last window's start and the releases.
+func referenceRun(t *testing.T, brokers []string, cl *clients, prefix string) (string, int64, map[string]schema.Release) {
+	t.Helper()
+	in := uniqueName(prefix + "-in")
+	createTopic(t, cl, in, 2)
+	const nWindows = 3
+	s := genStream(22, nWindows, 30)
+	produce(t, brokers, in, s.messages(0, time.Second))
+	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+	refOut := uniqueName(prefix + "-ref")
+	ref := testConfig(brokers, in, refOut, uniqueName(prefix+"-ref"))
+	ref.Kafka.CreateTopics = true
+	op, pub := newTestOperator(t, ref)
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); err != nil {
+		t.Fatalf("reference run: %v", err)
+	}
+	refRels, _ := readReleases(t, cl, refOut)
+	return in, lastStart, refRels
+}
+
+// crashedRun runs a deployment with output out on the input topic in,
+// crashes it in the middle of a window's publication, restarts it until
+// its output topic holds n records, and returns that topic.
+func crashedRun(t *testing.T, brokers []string, cl *clients, in, prefix string, output OutputConfig, lastStart int64, n int) string {
+	t.Helper()
+	out := uniqueName(prefix + "-out")
+	c := testConfig(brokers, in, out, uniqueName(prefix))
+	c.Kafka.CreateTopics = true
+	c.Output = output
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	op, pub := newTestOperator(t, c)
+	crashAt(op, crashHalf)
+	if err := runUntil(t, op, lastStart, pub, 90*time.Second); !errors.Is(err, errCrash) {
+		t.Fatalf("want a simulated crash, got %v", err)
+	}
+	op, _ = newTestOperator(t, c)
+	runUntilOutput(t, op, cl, out, n, 90*time.Second)
+	return out
 }

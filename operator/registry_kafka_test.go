@@ -7,6 +7,7 @@ package operator
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"net/http"
@@ -38,6 +39,22 @@ const testAvroSchema = `{"type": "record", "name": "Reading", "namespace": "dpst
 const testAvroNoRegion = `{"type": "record", "name": "Reading", "namespace": "dpstream.test", "fields": [
  {"name": "ts", "type": "long"}, {"name": "user", "type": "string"},
  {"name": "cat", "type": "string"}, {"name": "v", "type": "double"}]}`
+
+// testRegistry returns the registry's URL, or skips the test saying how
+// to start one.
+func testRegistry(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv(envRegistry)
+	if url == "" {
+		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
+	}
+	return url
+}
+
+// testAvroRecord is e as a record of testAvroSchema.
+func testAvroRecord(e testEvent) map[string]any {
+	return map[string]any{"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "x"}, "region": e.region, "cat": e.cat, "v": e.value}
+}
 
 // registerSchema registers the schema text of schemaType (AVRO,
 // PROTOBUF) under subject, with references (nil or
@@ -89,8 +106,7 @@ func TestKafkaRegistryAvro(t *testing.T) {
 	c.Schema.Format = schema.FormatAvro
 	checkRegistryRun(t, registryRun{c: c, s: genStream(23, 3, 30), cl: cl, idNoRegion: idNoRegion,
 		encode: func(e testEvent) []byte {
-			return framedAvro(t, id, testAvroSchema, map[string]any{
-				"ts": e.time, "user": e.user, "meta": map[string]any{"extra": "ignored"}, "region": e.region, "cat": e.cat, "v": e.value})
+			return framedAvro(t, id, testAvroSchema, testAvroRecord(e))
 		},
 		mismatch: func(e testEvent) []byte {
 			return framedAvro(t, idNoRegion, testAvroNoRegion, map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value})
@@ -104,10 +120,7 @@ func TestKafkaRegistryAvro(t *testing.T) {
 // and the test clients.
 func registryTest(t *testing.T, prefix string) (string, Config, *clients) {
 	t.Helper()
-	url := os.Getenv(envRegistry)
-	if url == "" {
-		t.Skip(envRegistry + " is not set: run deploy/registry/registry.sh start and export " + envRegistry + " as the URL it prints; deploy/test.sh does both")
-	}
+	url := testRegistry(t)
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in, out := uniqueName(prefix+"-in"), uniqueName(prefix+"-out")
@@ -192,4 +205,49 @@ func errorLines(log string) []string {
 		}
 	}
 	return errs
+}
+
+// TestKafkaCheckAvro: Check on framed Avro input with the real registry
+// samples the records with their registered schemas (the input shape is
+// ok); with an unreachable registry it fails naming the registry; with a
+// schema id lacking the group-by field it fails naming the id and the
+// field. Old code: the shape check decoded without the registry, so
+// every configured field was "absent in every sampled record".
+func TestKafkaCheckAvro(t *testing.T) {
+	url := testRegistry(t)
+	brokers := kafkatest.Brokers(t)
+	cl := testClients(t, brokers)
+	s := genStream(23, 1, 10)
+	produceAvro := func(topic, schemaJSON string, rec func(e testEvent) map[string]any) {
+		createTopic(t, cl, topic, 1)
+		id := registerSchema(t, url, topic+"-value", "AVRO", schemaJSON, nil)
+		msgs := s.messages(0, time.Second)
+		for i := range msgs {
+			msgs[i].Value = framedAvro(t, id, schemaJSON, rec(s.events[min(i, len(s.events)-1)]))
+		}
+		produce(t, brokers, topic, msgs)
+	}
+	good, noRegion := uniqueName("dpstream-checkavro"), uniqueName("dpstream-checkavro-noregion")
+	produceAvro(good, testAvroSchema, testAvroRecord)
+	produceAvro(noRegion, testAvroNoRegion, func(e testEvent) map[string]any {
+		return map[string]any{"ts": e.time, "user": e.user, "cat": e.cat, "v": e.value}
+	})
+	for _, c := range []struct {
+		name, topic, url, want string
+	}{
+		{"registered schema", good, url, "ok    input shape: every configured field is present"},
+		{"registry down", good, "http://127.0.0.1:1/ccompat", "FAIL  schema registry: cannot fetch the input's writer schemas"},
+		{"schema without region", noRegion, url, `"region"`},
+	} {
+		cfg := testConfig(brokers, c.topic, c.topic+".out", uniqueName("dpstream-checkavro"))
+		cfg.Schema.Format = schema.FormatAvro
+		cfg.Schema.Registry.URL = c.url
+		var text strings.Builder
+		for _, r := range Check(context.Background(), cfg, CheckOptions{}) {
+			text.WriteString(r.String() + "\n")
+		}
+		if !strings.Contains(text.String(), c.want) {
+			t.Errorf("%s: no line with %q:\n%s", c.name, c.want, text.String())
+		}
+	}
 }

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,15 +15,24 @@ import (
 )
 
 // TestRegistryClient: the client's answers to each status of
-// GET /schemas/ids/{id}, with basic auth from a password file, and the
-// references of a Protobuf schema resolved through
-// GET /subjects/{subject}/versions/{version}, transitively.
+// GET /schemas/ids/{id} and of a reference's subject version, with basic
+// auth from a password file: the schema (Avro, Protobuf with its
+// references resolved); a definite "not found" (404 with error code
+// 40403, or 40401 for a reference, which makes the schema a mismatch);
+// every other failure — 503, 500, 429, a 404 without the code, a wrong
+// password, connection refused — a failure to ask
+// (ErrRegistryUnavailable), naming the registry but not the password, and
+// answered at the next request once the registry answers.
 func TestRegistryClient(t *testing.T) {
 	var fails atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "dp" || p != "s3cret" {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
+		}
+		notFound := func(code int) {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = fmt.Fprintf(w, `{"error_code": %d, "message": "not found"}`, code)
 		}
 		switch r.URL.EscapedPath() {
 		case "/ccompat/schemas/ids/1":
@@ -37,6 +47,8 @@ func TestRegistryClient(t *testing.T) {
 			_, _ = w.Write([]byte(`{"schema": "\"long\"", "schemaType": "AVRO"}`))
 		case "/ccompat/schemas/ids/4":
 			w.WriteHeader(http.StatusInternalServerError)
+		case "/ccompat/schemas/ids/5":
+			notFound(40403)
 		case "/ccompat/schemas/ids/6":
 			_, _ = w.Write([]byte(`{"schema": "import \"a.proto\";", "schemaType": "PROTOBUF",
 				"references": [{"name": "a.proto", "subject": "a/b", "version": 2}]}`))
@@ -48,7 +60,11 @@ func TestRegistryClient(t *testing.T) {
 		case "/ccompat/schemas/ids/7":
 			_, _ = w.Write([]byte(`{"schema": "", "schemaType": "PROTOBUF",
 				"references": [{"name": "gone.proto", "subject": "gone", "version": 1}]}`))
-		default:
+		case "/ccompat/subjects/gone/versions/1":
+			notFound(40401)
+		case "/ccompat/schemas/ids/8":
+			w.WriteHeader(http.StatusTooManyRequests)
+		default: // a 404 without an error code: say, a wrong path
 			http.NotFound(w, r)
 		}
 	}))
@@ -57,7 +73,7 @@ func TestRegistryClient(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat/", Username: "dp", PasswordFile: pwFile})
+	c, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat/", Username: "dp", PasswordFile: pwFile}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +83,11 @@ func TestRegistryClient(t *testing.T) {
 	if s, err := c.fetch(2); err != nil || s.Type != "PROTOBUF" || s.Schema != `syntax = "proto3";` {
 		t.Errorf("id 2 (Protobuf): %+v %v", s, err)
 	}
+	if _, err := c.fetch(3); !errors.Is(err, schema.ErrRegistryUnavailable) || !strings.Contains(err.Error(), "status 503") {
+		t.Errorf("id 3 (503): %v, want ErrRegistryUnavailable", err)
+	}
 	if s, err := c.fetch(3); err != nil || s.Schema != `"long"` || s.Type != "AVRO" {
-		t.Errorf("id 3 (one 503, then the schema): %+v %v", s, err)
+		t.Errorf("id 3 asked again: %+v %v", s, err)
 	}
 	want := map[string]string{"a.proto": `import "c.proto";`, "c.proto": "message C {}"}
 	if s, err := c.fetch(6); err != nil || len(s.References) != 2 || s.References["a.proto"] != want["a.proto"] || s.References["c.proto"] != want["c.proto"] {
@@ -77,18 +96,28 @@ func TestRegistryClient(t *testing.T) {
 	if _, err := c.fetch(7); !errors.Is(err, schema.ErrSchemaMismatch) || !strings.Contains(err.Error(), "gone.proto") {
 		t.Errorf("id 7 (a reference not in the registry): %v, want ErrSchemaMismatch naming it", err)
 	}
-	if _, err := c.fetch(4); err == nil || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), "status 500") {
-		t.Errorf("id 4 (500): %v, want a failure", err)
+	for _, id := range []uint32{4, 8, 9} { // 500, 429, a 404 without an error code
+		if _, err := c.fetch(id); !errors.Is(err, schema.ErrRegistryUnavailable) || errors.Is(err, schema.ErrUnknownSchema) || !strings.Contains(err.Error(), srv.URL) {
+			t.Errorf("id %d: %v, want ErrRegistryUnavailable naming the URL", id, err)
+		}
 	}
 	if _, err := c.fetch(5); !errors.Is(err, schema.ErrUnknownSchema) {
-		t.Errorf("id 5 (404): %v, want ErrUnknownSchema", err)
+		t.Errorf("id 5 (404, error code 40403): %v, want ErrUnknownSchema", err)
 	}
-	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"})
+	bad, err := newRegistryClient(schema.RegistryConfig{URL: srv.URL + "/ccompat", Username: "dp", Password: "wrong"}, "schema.registry")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bad.fetch(1); err == nil || !strings.Contains(err.Error(), "status 401") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong password: %v, want status 401 without the password", err)
+	}
+	down, err := newRegistryClient(schema.RegistryConfig{URL: "http://user:hidden@" + srv.Listener.Addr().String() + "/ccompat"}, "schema.registry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Close() // connection refused
+	if _, err := down.fetch(1); !errors.Is(err, schema.ErrRegistryUnavailable) || strings.Contains(err.Error(), "hidden") {
+		t.Errorf("registry down: %v, want ErrRegistryUnavailable without the password", err)
 	}
 }
 

@@ -62,7 +62,7 @@ func (o *Operator) release(rec *recovered, ws []windows.Window) (*releaseBatch, 
 		}
 		b.ledger = p.advance(b.ledger, w.Start, w.End)
 		for _, r := range out {
-			ms, err := o.cfg.Output.messages(k.OutputTopic, r.key, r.value, &r.rel, scheduledAt(o.cfg, w.End))
+			ms, err := o.cfg.Output.messages(k.OutputTopic, r.key, r.value, &r.rel, scheduledAt(o.cfg, w.End), o.avroOut)
 			if err != nil {
 				return nil, err
 			}

@@ -41,7 +41,7 @@ func (c Config) Problems() []string {
 	c.Bounds.check(&p, c.Schema)
 	c.Privacy.check(&p, c.Windows, c.Schema)
 	c.Observability.check(&p)
-	c.Output.check(&p)
+	c.Output.check(&p, c.Schema)
 	checkRunning(&p, c)
 	checkLanes(&p, c)
 	if c.Kafka.ScaleOut {

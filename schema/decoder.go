@@ -190,7 +190,10 @@ func (d *Decoder) NumBuckets() int {
 // Decode decodes one message into e (which must not be nil). It never
 // panics on any message. On error e is unspecified and the
 // error is an *Error carrying a Reason (ReasonOf) and at most a configured
-// field name, never message content.
+// field name, never message content — or, for framed Avro whose schema
+// the registry could not be asked for, an error wrapping
+// ErrRegistryUnavailable: the message is not rejected, decode it again
+// later.
 //
 // Problems of form (malformed, not a map, trailing data, an oversized key,
 // a configured field twice, a map on a configured path twice) are reported
@@ -232,7 +235,11 @@ func (d *Decoder) Decode(msg []byte, e *Event) error {
 		}
 	}
 	d.scanned = r == ReasonNone
-	if r != ReasonNone {
+	switch r {
+	case ReasonNone:
+	case reasonUnavailable:
+		return errUnavailable
+	default:
 		return &Error{Reason: r}
 	}
 	return d.build(e)

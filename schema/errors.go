@@ -2,6 +2,7 @@ package schema
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 )
 
@@ -24,6 +25,13 @@ var (
 	// Avro or Protobuf writer schema that lacks a configured field or
 	// gives one a type its role cannot read.
 	ErrSchemaMismatch = errors.New("schema: writer schema does not match the configuration")
+	// ErrRegistryUnavailable: the schema registry could not say what a
+	// framed Avro or Protobuf message's schema id is (unreachable, a timeout, a 5xx or
+	// any answer other than the schema or a definite "no such schema").
+	// A SchemaFetcher returns it (wrapped) for such a failure, and Decode
+	// returns it for the message, which is not rejected: it carries no
+	// Reason, and the caller decodes the message again later.
+	ErrRegistryUnavailable = errors.New("schema: schema registry unavailable")
 )
 
 // Reason says why an input message was rejected. Each reason is a stable,
@@ -68,9 +76,10 @@ const (
 	// (or a JSON escape that encodes a lone surrogate).
 	ReasonInvalidUTF8
 	// ReasonUnknownSchema: a framed Avro or Protobuf message without the
-	// magic byte and schema id, or whose id the registry does not have (or
-	// could not be asked for), or whose Protobuf message indexes name no
-	// message of the schema.
+	// magic byte and schema id, or whose id the registry does not have (a
+	// definite answer; a registry that cannot be asked is
+	// ErrRegistryUnavailable, not a reason), or whose Protobuf message
+	// indexes name no message of the schema.
 	ReasonUnknownSchema
 	// ReasonSchemaMismatch: a framed Avro or Protobuf message whose
 	// writer schema (for Protobuf, message type) lacks a configured field
@@ -79,7 +88,17 @@ const (
 	ReasonSchemaMismatch
 
 	numReasons // the number of reasons, for tables indexed by Reason
+
+	// reasonUnavailable is what a scan returns when the registry could not
+	// be asked for the message's schema; Decode turns it into
+	// errUnavailable. It is past numReasons: never counted, never in an
+	// *Error.
+	reasonUnavailable = numReasons
 )
+
+// errUnavailable is Decode's error for a message whose schema the registry
+// could not be asked for (one value: no allocation per blocked message).
+var errUnavailable = fmt.Errorf("%w: the message's writer schema could not be fetched; decode it again later", ErrRegistryUnavailable)
 
 // NumReasons is the number of distinct reasons, ReasonNone included; the
 // reasons are 0 … NumReasons−1, so callers can keep counters in an array.

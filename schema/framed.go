@@ -59,9 +59,12 @@ const (
 
 // SchemaFetcher returns the writer schema registered under id, or an
 // error: wrapping ErrUnknownSchema when the registry does not have the
-// id, ErrSchemaMismatch when the schema cannot be used (say, a reference
-// that cannot be resolved), else a failure to reach the registry (the id
-// is asked again at its next message).
+// id (a definite answer: its messages are unknown_schema),
+// ErrSchemaMismatch when the schema cannot be used (say, a reference
+// that cannot be resolved), else a failure to ask the registry (best
+// wrapping ErrRegistryUnavailable): the message is then not decoded
+// (Decode returns ErrRegistryUnavailable) and the id is asked again at
+// the next try.
 type SchemaFetcher func(id uint32) (RegisteredSchema, error)
 
 // RegistryConfig is the Confluent-compatible schema registry of framed
@@ -110,19 +113,34 @@ func (c Config) validateRegistry(p *problems, d Config) {
 	if c.ProtobufSchema != "" || c.ProtobufMessage != "" {
 		p.bad("set protobuf_schema and protobuf_message (plain Protobuf) or registry.url (framed Protobuf: the message indexes of each message name its type), not both")
 	}
+	for _, s := range r.Problems() {
+		p.bad("%s", s)
+	}
+}
+
+// Problems returns what is wrong with r's own settings (a URL that is
+// not http or https, TLS without https, two passwords, a password without
+// a user), one line each naming the setting relative to the block
+// ("registry.url …"); nil when nothing is. An empty URL is not checked.
+func (r RegistryConfig) Problems() []string {
+	var out []string
+	if r.URL == "" {
+		return nil
+	}
 	u, err := url.Parse(r.URL)
 	switch {
 	case err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https"):
-		p.bad("registry.url is not an http or https URL")
+		out = append(out, "registry.url is not an http or https URL")
 	case r.TLS.Enabled && u.Scheme != "https":
-		p.bad("registry.tls.enabled needs an https registry.url")
+		out = append(out, "registry.tls.enabled needs an https registry.url")
 	}
 	if r.Password != "" && r.PasswordFile != "" {
-		p.bad("set one of registry.password and registry.password_file")
+		out = append(out, "set one of registry.password and registry.password_file")
 	}
 	if (r.Password != "" || r.PasswordFile != "") && r.Username == "" {
-		p.bad("registry.password is set but registry.username is not")
+		out = append(out, "registry.password is set but registry.username is not")
 	}
+	return out
 }
 
 // framed reports whether c reads framed Avro or Protobuf (with a
@@ -158,7 +176,7 @@ type Schemas struct {
 // field, not a record or not parsing: an error wrapping ErrSchemaMismatch
 // naming the fields — for Protobuf once per id and message type; not in
 // the registry: ErrUnknownSchema) and after every failed fetch (then the
-// id is fetched again at its next message).
+// message is not decoded and the id is fetched again at the next try).
 func NewSchemas(cfg Config, fetch SchemaFetcher, report func(id uint32, err error)) (*Schemas, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -191,12 +209,13 @@ func (s *Schemas) entry(id uint32) schemaEntry {
 		s.report(id, err)
 		s.byID[id] = schemaEntry{reason: ReasonSchemaMismatch}
 		return s.byID[id]
-	case err != nil:
+	case errors.Is(err, ErrUnknownSchema):
 		s.report(id, err)
-		if errors.Is(err, ErrUnknownSchema) {
-			s.byID[id] = schemaEntry{reason: ReasonUnknownSchema}
-		}
-		return schemaEntry{reason: ReasonUnknownSchema}
+		s.byID[id] = schemaEntry{reason: ReasonUnknownSchema}
+		return s.byID[id]
+	case err != nil: // not cached: asked again at the next try
+		s.report(id, err)
+		return schemaEntry{reason: reasonUnavailable}
 	}
 	e, err := s.bind(rs)
 	if err != nil {
@@ -262,7 +281,7 @@ func (d *Decoder) scanFramed(msg []byte) Reason {
 	if !ok {
 		e = d.schemas.entry(id)
 		if e.plan != nil || e.proto != nil || e.reason == ReasonSchemaMismatch {
-			d.byID[id] = e // final; unknown ids are asked again (the cache answers)
+			d.byID[id] = e // final; unknown ids are asked again (the cache answers), unavailable ones fetched again
 		}
 	}
 	switch {

@@ -121,13 +121,18 @@ func TestFramedAvro(t *testing.T) {
 		{"schema without the unit", frame(8, encAvro(t, avroNoUnitSchema, noUnit)), ReasonSchemaMismatch},
 		{"schema that does not parse", frame(9, rec), ReasonSchemaMismatch},
 		{"id not in the registry", frame(11, rec), ReasonUnknownSchema},
-		{"registry down", frame(10, rec), ReasonUnknownSchema},
 		{"bad magic", append([]byte{1}, frame(7, rec)[1:]...), ReasonUnknownSchema},
 		{"short", []byte{0, 0, 0}, ReasonUnknownSchema},
 		{"plain Avro", rec, ReasonUnknownSchema},
 		{"truncated record", frame(7, rec[:len(rec)-1]), ReasonMalformed},
 	}
 	checkFramedCases(t, decs, cases, want)
+	for round := range 3 { // registry down: not a rejection (no reason), decoded at a later try
+		var e Event
+		if err := decs[round%2].Decode(frame(10, rec), &e); !errors.Is(err, ErrRegistryUnavailable) || ReasonOf(err) != ReasonNone {
+			t.Errorf("round %d, registry down: %v, want ErrRegistryUnavailable without a reason", round, err)
+		}
+	}
 	for _, id := range []uint32{7, 8, 9, 11} {
 		if reg.fetches[id] != 1 {
 			t.Errorf("id %d fetched %d times, want once", id, reg.fetches[id])
@@ -135,6 +140,12 @@ func TestFramedAvro(t *testing.T) {
 	}
 	if reg.fetches[10] != 3 {
 		t.Errorf("id 10 (registry down) fetched %d times, want at each of its 3 messages", reg.fetches[10])
+	}
+	reg.mu.Lock()
+	reg.down[10], reg.schemas[10] = false, avroTestSchema
+	reg.mu.Unlock()
+	if e := (Event{}); decs[0].Decode(frame(10, rec), &e) != nil || e != want {
+		t.Errorf("id 10 once the registry is back: %+v, want %+v", e, want)
 	}
 	if errs := reg.reported[8]; len(errs) != 1 || !errors.Is(errs[0], ErrSchemaMismatch) || !strings.Contains(errs[0].Error(), `"user.id"`) {
 		t.Errorf("id 8 reported %v, want one schema mismatch naming user.id", errs)

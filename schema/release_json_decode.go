@@ -99,6 +99,9 @@ func DecodeReleaseRecord(b []byte) (ReleaseRecord, error) {
 	if err := r.check(); err != nil {
 		return ReleaseRecord{}, err
 	}
+	// The texts read are checked: clear them, so that records of equal
+	// values compare equal whatever the spelling of their numbers.
+	r.valueNumber, r.windowStartText, r.windowEndText = "", "", ""
 	return r, nil
 }
 

@@ -49,34 +49,68 @@ func TestKafkaConnectPostgres(t *testing.T) {
 	if connect == "" || pg == "" {
 		t.Skipf("%s and %s are not set: run deploy/connect/connect.sh start and deploy/postgres/pg.sh start and export them as the URLs they print; deploy/test.sh does both", envConnect, envPostgres)
 	}
-	pgURL, err := url.Parse(pg)
-	if err != nil {
-		t.Fatalf("%s: %v", envPostgres, err)
-	}
-	dir := t.TempDir()
-	bin := buildDpstream(t, dir)
-	prod := filepath.Join(dir, "producer")
-	if out, err := exec.Command("go", "build", "-o", prod, "../../examples/producer").CombinedOutput(); err != nil {
-		t.Fatalf("go build producer: %v\n%s", err, out)
-	}
-	var rb [4]byte
-	_, _ = rand.Read(rb[:])
-	id := "connect-" + hex.EncodeToString(rb[:])
-	in, out, table := id+"-readings", id+"-releases", "releases_"+hex.EncodeToString(rb[:])
-	var key [32]byte
-	_, _ = rand.Read(key[:])
-	env := append(os.Environ(), "DPSTREAM_KEY="+hex.EncodeToString(key[:]), "DPSTREAM_KAFKA_BROKERS="+strings.Join(brokers, ","),
-		"DPSTREAM_OBSERVABILITY_LISTEN=")
+	w := newSinkWalk(t, "connect", brokers)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
 	// dpstream run (JSON releases in the Connect envelope) and the producer.
-	run, logs := runWithProducer(t, ctx, env,
-		[]string{bin, "run", "--config", filepath.Join("..", "..", "deploy", "dpstream.example.yaml"),
-			"--input-topics", in, "--output-topic", out, "--group-id", id,
-			"--set", "windows.size=5s", "--set", "windows.allowed_lateness=1s", "--set", "windows.idle_timeout=2s",
-			"--set", "output.format=json", "--set", "output.connect_schema=true"},
-		[]string{prod, "--brokers", strings.Join(brokers, ","), "--topic", in, "--interval", "1.25s", "--duration", "12s"})
+	recs := runForRecords(t, ctx, brokers, w.out, w.env,
+		append(w.runArgs("dpstream.example.yaml"), "--set", "output.format=json", "--set", "output.connect_schema=true"),
+		w.producerArgs(brokers))
+	sinkAndCompare(t, connect, pg, w.id, w.out, w.table, recs)
+}
+
+// sinkWalk is what a walkthrough into PostgreSQL runs with: the built
+// dpstream and producer, a fresh id (group, connector) and its input and
+// output topics and table, and dpstream's environment (a fresh key, the
+// brokers, no listener).
+type sinkWalk struct {
+	bin, prod, id, in, out, table string
+	env                           []string
+}
+
+// newSinkWalk builds dpstream and the example producer and names the
+// run's topics, group and table after prefix and a random suffix.
+func newSinkWalk(t *testing.T, prefix string, brokers []string) sinkWalk {
+	t.Helper()
+	dir := t.TempDir()
+	w := sinkWalk{bin: buildDpstream(t, dir), prod: filepath.Join(dir, "producer")}
+	if out, err := exec.Command("go", "build", "-o", w.prod, "../../examples/producer").CombinedOutput(); err != nil {
+		t.Fatalf("go build producer: %v\n%s", err, out)
+	}
+	var rb [4]byte
+	_, _ = rand.Read(rb[:])
+	w.id = prefix + "-" + hex.EncodeToString(rb[:])
+	w.in, w.out, w.table = w.id+"-readings", w.id+"-releases", "releases_"+hex.EncodeToString(rb[:])
+	var key [32]byte
+	_, _ = rand.Read(key[:])
+	w.env = append(os.Environ(), "DPSTREAM_KEY="+hex.EncodeToString(key[:]), "DPSTREAM_KAFKA_BROKERS="+strings.Join(brokers, ","),
+		"DPSTREAM_OBSERVABILITY_LISTEN=")
+	return w
+}
+
+// runArgs is `dpstream run` with the shipped configuration config
+// (under deploy/) on the walk's topics and group, with 5 s windows (as
+// TestKafkaWalkthrough: lateness and idle timeout shortened to match).
+func (w sinkWalk) runArgs(config string) []string {
+	return []string{w.bin, "run", "--config", filepath.Join("..", "..", "deploy", config),
+		"--input-topics", w.in, "--output-topic", w.out, "--group-id", w.id,
+		"--set", "windows.size=5s", "--set", "windows.allowed_lateness=1s", "--set", "windows.idle_timeout=2s"}
+}
+
+// producerArgs is the example producer on the walk's input topic for 12 s,
+// a reading every 1.25 s per meter (4 per meter and 5 s window, as the
+// walkthrough's 4 per 1 m window).
+func (w sinkWalk) producerArgs(brokers []string) []string {
+	return []string{w.prod, "--brokers", strings.Join(brokers, ","), "--topic", w.in, "--interval", "1.25s", "--duration", "12s"}
+}
+
+// runForRecords runs dpstream (runArgs) and the producer (producerArgs)
+// until the output topic holds the JSON records of two windows, stops
+// dpstream (SIGTERM, which drains) and returns every record of out.
+func runForRecords(t *testing.T, ctx context.Context, brokers []string, out string, env, runArgs, producerArgs []string) map[string]schema.ReleaseRecord {
+	t.Helper()
+	run, logs := runWithProducer(t, ctx, env, runArgs, producerArgs)
 	// Wait for releases of two windows, then drain dpstream.
 	var recs map[string]schema.ReleaseRecord
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); {
@@ -92,7 +126,22 @@ func TestKafkaConnectPostgres(t *testing.T) {
 	if recs = readRecords(t, ctx, brokers, out); windowsOf(recs) < 2 {
 		t.Fatalf("%d JSON records of %d windows; dpstream log:\n%s", len(recs), windowsOf(recs), logs.String())
 	}
+	return recs
+}
 
+// sinkAndCompare creates the Debezium JDBC sink connector id-sink on the
+// Connect worker at connect, writing the output topic out into table
+// (upserted on "key") of the PostgreSQL at pg, waits until the table has
+// a row per record, and checks that every row is one of recs with its
+// key, window, aggregate, group, series, label, value type, value,
+// interval, scale and spent budget. The connector and the table are
+// removed at the end.
+func sinkAndCompare(t *testing.T, connect, pg, id, out, table string, recs map[string]schema.ReleaseRecord) {
+	t.Helper()
+	pgURL, err := url.Parse(pg)
+	if err != nil {
+		t.Fatalf("%s: %v", envPostgres, err)
+	}
 	// The JDBC sink: the output topic into table, upserted on "key".
 	name := id + "-sink"
 	jdbcURL := "jdbc:postgresql://" + pgURL.Host + pgURL.Path

@@ -4,12 +4,16 @@
 //
 //	{"ts": 1700000000123, "meter": "m-0017", "region": "north", "tariff": "day", "kwh": 0.0423}
 //
-// which is what deploy/dpstream.example.yaml reads. Messages are keyed by
+// which is what deploy/dpstream.example.yaml reads (with --format avro
+// --registry URL: the same fields as Confluent-framed Avro with a
+// registered schema, which deploy/dpstream.avro.yaml reads; avro.go).
+// Messages are keyed by
 // meter (one meter stays on one partition). It creates the topic if it is
 // missing, with message.timestamp.type=LogAppendTime (dpstream closes
 // windows by arrival time, which must come from the broker).
 //
 //	go run ./examples/producer --brokers 127.0.0.1:9092 --topic meter-readings
+//	go run ./examples/producer --topic meter-readings.avro --format avro --registry http://127.0.0.1:8081/apis/ccompat/v7
 //
 // Stop it with Ctrl-C; --duration stops it after a while.
 package main
@@ -35,11 +39,11 @@ import (
 
 // Reading is one event of the walkthrough.
 type Reading struct {
-	TS     int64   `json:"ts"`     // event time, Unix ms
-	Meter  string  `json:"meter"`  // the privacy unit
-	Region string  `json:"region"` // the group
-	Tariff string  `json:"tariff"` // the histogram's category: day, night or weekend
-	KWh    float64 `json:"kwh"`    // the value, in [0, 0.5] for a 15 s reading
+	TS     int64   `json:"ts" avro:"ts"`         // event time, Unix ms
+	Meter  string  `json:"meter" avro:"meter"`   // the privacy unit
+	Region string  `json:"region" avro:"region"` // the group
+	Tariff string  `json:"tariff" avro:"tariff"` // the histogram's category: day, night or weekend
+	KWh    float64 `json:"kwh" avro:"kwh"`       // the value, in [0, 0.5] for a 15 s reading
 }
 
 // Options are the producer's settings (its flags).
@@ -52,6 +56,10 @@ type Options struct {
 	Duration   time.Duration // 0: until interrupted
 	Partitions int           // of a topic created here
 	Seed       uint64
+	// Format is "json" (default) or "avro": Confluent-framed Avro with
+	// the schema registered in Registry (avro.go).
+	Format   string
+	Registry string // the registry's Confluent-compatible base URL
 }
 
 // meter is one simulated meter.
@@ -137,6 +145,14 @@ func Run(ctx context.Context, o Options, log func(string)) (int, error) {
 	if err := ensureTopic(ctx, o); err != nil {
 		return 0, fmt.Errorf("producer: creating topic %s on %s: %w", o.Topic, strings.Join(o.Brokers, ","), err)
 	}
+	encode := func(rd Reading) ([]byte, error) { return json.Marshal(rd) }
+	if o.Format == "avro" {
+		enc, err := registerReadings(ctx, o.Registry, o.Topic+"-value")
+		if err != nil {
+			return 0, fmt.Errorf("producer: %w", err)
+		}
+		encode = enc.encode
+	}
 	w := &kafka.Writer{Addr: kafka.TCP(o.Brokers...), Topic: o.Topic, Balancer: kafka.Murmur2Balancer{},
 		RequiredAcks: kafka.RequireAll, BatchTimeout: 10 * time.Millisecond}
 	defer w.Close()
@@ -162,7 +178,10 @@ func Run(ctx context.Context, o Options, log func(string)) (int, error) {
 			}
 			msgs := make([]kafka.Message, len(rs))
 			for i, rd := range rs {
-				b, _ := json.Marshal(rd) // plain fields: cannot fail
+				b, err := encode(rd)
+				if err != nil {
+					return sent, fmt.Errorf("producer: encoding a reading: %w", err)
+				}
 				msgs[i] = kafka.Message{Key: []byte(rd.Meter), Value: b}
 			}
 			if err := w.WriteMessages(ctx, msgs...); err != nil {
@@ -191,11 +210,17 @@ func main() {
 	flag.DurationVar(&o.Duration, "duration", 0, "stop after this long (0: run until Ctrl-C)")
 	flag.IntVar(&o.Partitions, "partitions", 4, "partitions of the topic if it is created")
 	flag.Uint64Var(&o.Seed, "seed", 1, "random seed of the simulated meters")
+	flag.StringVar(&o.Format, "format", "json", "json, or avro: Confluent-framed Avro with the schema registered in --registry under <topic>-value")
+	flag.StringVar(&o.Registry, "registry", "", "the schema registry's Confluent-compatible URL (with --format avro), e.g. http://127.0.0.1:8081/apis/ccompat/v7")
 	flag.Parse()
 	o.Brokers = strings.Split(brokers, ",")
 	o.Regions = strings.Split(regions, ",")
 	if o.Meters < 1 || len(o.Regions) == 0 || o.Interval <= 0 || o.Partitions < 1 {
 		fmt.Fprintln(os.Stderr, "producer: --meters, --interval and --partitions must be positive")
+		os.Exit(2)
+	}
+	if (o.Format != "json" && o.Format != "avro") || (o.Format == "avro") != (o.Registry != "") {
+		fmt.Fprintln(os.Stderr, "producer: --format is json or avro; avro needs --registry, json takes none")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

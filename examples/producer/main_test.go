@@ -8,6 +8,8 @@ import (
 
 	"math/rand/v2"
 
+	"github.com/hamba/avro/v2"
+
 	"github.com/dpstream/dpstream/operator"
 	"github.com/dpstream/dpstream/schema"
 )
@@ -71,6 +73,69 @@ func TestReadingsFitTheExampleConfig(t *testing.T) {
 	for reg, n := range perRegion {
 		if n != o.Meters/len(o.Regions)*perWindow {
 			t.Errorf("region %s: %d readings, want %d", reg, n, o.Meters/len(o.Regions)*perWindow)
+		}
+	}
+}
+
+// TestAvroReadingsFitTheAvroConfig: with --format avro, every reading of
+// one interval, framed with the registered schema's id, decodes with the
+// Avro variant's config (deploy/dpstream.avro.yaml: schema.format avro
+// with a registry, here answered by readingSchema) to the event its JSON
+// form decodes to with the example config. (The registry and broker side
+// is cmd/dpstream's TestKafkaAvroWalkthrough.)
+func TestAvroReadingsFitTheAvroConfig(t *testing.T) {
+	cfg, err := operator.Load(filepath.Join("..", "..", "deploy", "dpstream.avro.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	example, err := operator.Load(filepath.Join("..", "..", "deploy", "dpstream.example.yaml"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = 17
+	schemas, err := schema.NewSchemas(cfg.Schema, func(got uint32) (schema.RegisteredSchema, error) {
+		if got != id {
+			return schema.RegisteredSchema{}, schema.ErrUnknownSchema
+		}
+		return schema.RegisteredSchema{Schema: readingSchema}, nil
+	}, func(id uint32, err error) { t.Errorf("schema %d: %v", id, err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	avroDec, err := schema.NewFramedDecoder(cfg.Schema, schemas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonDec, err := schema.NewDecoder(example.Schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := avro.Parse(readingSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := &avroEncoder{schema: s, id: id}
+	o := Options{Meters: 100, Regions: []string{"north", "south", "east", "west"}, Interval: 15 * time.Second, Seed: 1}
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rs := Readings(o, meters(o), from, from.Add(o.Interval), rand.New(rand.NewPCG(1, 2)))
+	if len(rs) != o.Meters {
+		t.Fatalf("%d readings, want %d", len(rs), o.Meters)
+	}
+	for _, r := range rs {
+		b, err := enc.encode(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js, _ := json.Marshal(r)
+		var got, want schema.Event
+		if err := avroDec.Decode(b, &got); err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		if err := jsonDec.Decode(js, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%+v: Avro decodes to %+v, JSON to %+v", r, got, want)
 		}
 	}
 }

@@ -1,5 +1,6 @@
 // Package shipped finds the dpstream configurations the project ships
-// (the example, the Compose file's and the Kubernetes manifests'), the
+// (the example and its Avro variant, the Compose file's and the
+// Kubernetes manifests'), the
 // data size each documents for `dpstream plan`, and the checked-in plan
 // output beside it. The tests of cmd/dpstream (the plans) and operator
 // (the sidecar's rolling update on a broker) read them through it.
@@ -17,8 +18,8 @@ import (
 
 // Config is one shipped configuration.
 type Config struct {
-	// Name says which it is: "example", "compose", "k8s-sidecar",
-	// "k8s-standalone".
+	// Name says which it is: "example", "avro", "compose",
+	// "k8s-sidecar", "k8s-standalone".
 	Name string
 	// Source is the file holding it, relative to the repository root.
 	Source string
@@ -43,6 +44,7 @@ type where struct {
 // all are the shipped configurations.
 var all = []where{
 	{"example", "deploy/dpstream.example.yaml", "deploy/dpstream.example.plan.txt", nil},
+	{"avro", "deploy/dpstream.avro.yaml", "deploy/dpstream.avro.plan.txt", nil},
 	{"compose", "deploy/compose.yaml", "deploy/compose.plan.txt", []string{"configs", "dpstream", "content"}},
 	{"k8s-sidecar", "deploy/k8s/sidecar/configmap.yaml", "deploy/k8s/sidecar/dpstream.plan.txt", []string{"data", "dpstream.yaml"}},
 	{"k8s-standalone", "deploy/k8s/standalone/configmap.yaml", "deploy/k8s/standalone/dpstream.plan.txt", []string{"data", "dpstream.yaml"}},
