@@ -252,16 +252,7 @@ func TestStatsAuditCatchesHalfScale(t *testing.T) {
 	for _, agg := range []string{AggUnits, AggVariance, AggQuantiles} {
 		t.Run(agg, func(t *testing.T) {
 			c := statsAuditConfig(agg)
-			o, err := New(c, WithKey(testKey()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c2 := c
-			c2.Privacy.Epsilon = 2 * c.Privacy.Epsilon
-			o2, err := New(c2, WithKey(testKey()))
-			if err != nil {
-				t.Fatal(err)
-			}
+			o, o2 := halfScaleOperators(t, c)
 			items := baseItems(base, c.Windows.AllowedLateness)
 			d := runWindows(t, c, o, auditMessages(items))
 			d1 := runWindows(t, c, o, auditMessages(append(slices.Clone(items), extremeUnit(streamAuditWindows)...)))

@@ -140,16 +140,7 @@ func TestStreamingAuditCatchesOldWatermark(t *testing.T) {
 func TestStreamingAuditCatchesHalfScale(t *testing.T) {
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
 	c := streamAuditConfig(AggCount)
-	o, err := New(c, WithKey(testKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c2 := c
-	c2.Privacy.Epsilon = 2 * c.Privacy.Epsilon
-	o2, err := New(c2, WithKey(testKey()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, o2 := halfScaleOperators(t, c)
 	if s1, s2 := o.plan.aggs[0].noises[0].scale, o2.plan.aggs[0].noises[0].scale; s2 > s1/2*(1+1e-6) {
 		t.Fatalf("scale at ε = 2 is %g, not half of %g", s2, s1)
 	}
@@ -252,4 +243,20 @@ func TestStreamingAuditReleaseTiming(t *testing.T) {
 			t.Errorf("window %d released under D' only", auditWindowIndex(s))
 		}
 	}
+}
+
+// halfScaleOperators returns operators of c and of c at twice its ε (half
+// the noise scale), for the audits that must catch a halved scale.
+func halfScaleOperators(t *testing.T, c Config) (o, o2 *Operator) {
+	t.Helper()
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2 := c
+	c2.Privacy.Epsilon = 2 * c.Privacy.Epsilon
+	if o2, err = New(c2, WithKey(testKey())); err != nil {
+		t.Fatal(err)
+	}
+	return o, o2
 }
