@@ -36,6 +36,7 @@ func TestAggregateTable(t *testing.T) {
 // order, each with the sensitivity the type takes from the bounds, and a
 // release whose series the schema accepts (EncodeRelease validates them).
 func TestAggregateParts(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	c := statsConfig(knownAggregates...)
 	c.Schema.Histogram = testConfig(nil, "in", "out", "g").Schema.Histogram
 	o, err := New(c, WithKey(testKey()))

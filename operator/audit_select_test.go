@@ -23,6 +23,7 @@ import (
 // privacy/quantile's TestExponentialPrivacyExact; this one checks the
 // operator's path: the leaf counts, the bound V and the plan's scale.)
 func TestSelectPrivacyAudit(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
 	c, o := exponentialOperator(t, statsAuditConfig(AggQuantiles))
 	p := o.plan

@@ -212,6 +212,7 @@ func coordClaim(p *plan, c statsCoord) float64 {
 // False-failure rate ≤ streamAuditAlpha = 1e-6 per aggregate for a random
 // key; deterministic with the fixed keys.
 func TestStatsPrivacyAudit(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
 	for _, agg := range []string{AggUnits, AggVariance, AggQuantiles} {
 		t.Run(agg, func(t *testing.T) {
@@ -248,6 +249,7 @@ func TestStatsPrivacyAudit(t *testing.T) {
 // calibrated for ε = 2 (half the scales) give ε̂ above the ε = 1 claim, for
 // each new aggregate. Deterministic (fixed stream and keys).
 func TestStatsAuditCatchesHalfScale(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
 	for _, agg := range []string{AggUnits, AggVariance, AggQuantiles} {
 		t.Run(agg, func(t *testing.T) {

@@ -40,6 +40,7 @@ var streamScenarios = []streamScenario{
 // exact check verifies that adding a unit moves the window's coordinates
 // by at most 3 in total (the flooding unit tries 9).
 func TestStreamingPrivacyAudit(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
 	for _, name := range []string{AggCount, AggHistogram, "histogram-total"} {
 		agg, total := strings.CutSuffix(name, "-total")

@@ -156,6 +156,7 @@ func recheck(t *testing.T, p *plan) {
 // noise than basic composition; a horizon's releases carry a growing
 // ledger in Spent.
 func TestPlanMeetsBudget(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	horizon := func(c *Config, n int, eps, delta float64) {
 		c.Privacy.Epsilon, c.Privacy.Delta = 0, 0
 		c.Privacy.Horizon, c.Privacy.HorizonEpsilon, c.Privacy.HorizonDelta = time.Duration(n)*c.Windows.Size, eps, delta
@@ -235,6 +236,7 @@ func TestPlanMeetsBudget(t *testing.T) {
 // the choice agrees with privacy.Compare for the same shape and is recorded
 // in the note, the series and the start log's choices.
 func TestAutoPicksCompareWinner(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
 	c.Windows.Aggregates = []string{AggSum}
 	c.Bounds.MaxGroups = 16
@@ -271,6 +273,7 @@ var boundRE = regexp.MustCompile(`(privacy\.[a-z_]+) must be ≥ ([0-9.e+-]+)`)
 // change, and each suggested bound is right: at the bound the operator
 // starts, 2% below it (the search stops within 1%) it refuses.
 func TestInfeasibleBudgetRefused(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	c := testConfig([]string{"127.0.0.1:9"}, "in", "out", "g")
 	c.Privacy.Mechanism, c.Privacy.Delta = "gaussian", 0
 	_, err := New(c, WithKey(testKey()))

@@ -47,6 +47,7 @@ func exponentialOperator(t *testing.T, c Config) (Config, *Operator) {
 // doubles it. With δ > 0 the composition counts every node a unit can move
 // (L0), as before.
 func TestTreeSensitivityL1(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	for _, tc := range []struct {
 		name       string
 		v          int
@@ -195,6 +196,7 @@ func TestQuantileAuto(t *testing.T) {
 // privacy's TestCalibrateTotalDiscreteGaussian. Fails on the code before
 // (σ 26.69 at S3 instead of about 11.93: L0 = 20 nodes at shift 5).
 func TestTreeNormsDelta(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	for _, s := range treeTotalRef(t) {
 		c := quantileConfig(s.V, s.Eps, s.Delta)
 		c.Privacy.Mechanism = "gaussian"

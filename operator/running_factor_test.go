@@ -246,6 +246,7 @@ func encodeBig(t *testing.T, r, x, z []int64) []int64 {
 // probability ≤ 0.0015 (3σ normal approximation of the binomial at
 // coverage 0.95), ≤ 0.006 in all.
 func TestFactorizationCoverage(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	const seeds = 200
 	c := factConfig(16, "gaussian")
 	o, hs := factOperator(t, c)

@@ -95,6 +95,7 @@ func releaseRunning(t *testing.T, o *Operator, ws []windows.Window, run *running
 //     approximation z·√(summed variance) (the Chernoff bound is about
 //     2.72/1.96 = 1.39× it for Gaussian sums).
 func TestRunningCoverage(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	const runningSeeds = 200
 	for _, mech := range []string{"laplace", "gaussian"} {
 		c := runningConfig(mech)

@@ -27,6 +27,7 @@ func statsConfig(aggs ...string) Config {
 // names every part with its L0 and L∞ in the note (--check-config and the
 // ledger print it).
 func TestPlanNewAggregates(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	c := statsConfig(AggUnits, AggVariance, AggQuantiles)
 	o, err := New(c, WithKey(testKey()))
 	if err != nil {
@@ -123,6 +124,7 @@ func quantileCovered(leafOf []float64, r float64, lo, hi, lower, upper float64, 
 // in a quantile's interval — the released one included — is within the
 // stated rank error.
 func TestNewAggregatesCoverage(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
 	c := statsConfig(AggUnits, AggVariance, AggQuantiles)
 	o, err := New(c, WithKey(testKey()))
 	if err != nil {
