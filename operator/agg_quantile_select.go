@@ -21,13 +21,20 @@ import (
 // ranks·G (ranks·2G) selections that one unit can influence: the part
 // has L0 = that number and L∞ = 1 (one selection's ε per unit of 1/scale)
 // and is calibrated with the other parts as privacy.Selection (pure ε adds
-// up; the PLD accountant composes randomized response at ε). Its state is
+// up; the PLD accountant composes randomized response at ε). Under a
+// binding total bound T (bounds.max_contributions, T < G·Vm with Vm =
+// min(V, T)) the selections' pure ε follows an L1 bound instead (see
+// selectTotal). Its state is
 // the leaf histogram of the tree (windows' Group.Leaves): mergeable, exact
 // in stage 2 of scale-out. The draws come from the release's keyed stream
 // in rank order, so a replay selects the same edges.
 type quantileSelectAgg struct {
 	aggBase
 	ranks int // the number of ranks released (windows.quantiles)
+	// groups, values and total are bounds.max_groups, bounds.max_values
+	// and bounds.max_contributions (0 at event level, where every bound
+	// is 1, and when unset).
+	groups, values, total int
 }
 
 func (quantileSelectAgg) name() string      { return AggQuantiles }
@@ -42,17 +49,24 @@ func (quantileSelectAgg) enable(w *windows.Config, c Config, n int) {
 const selectionSeries = "selection"
 
 // parts: one selection per rank and group a unit can touch (Units.L0 is
-// G, or 2G replacing units).
+// G, or 2G replacing units); under a binding total bound the pure-ε
+// composition counts the L1 bound's selections instead (selectTotal).
 func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
 	k := float64(a.ranks) * sens.Units.L0
-	return []partSpec{{series: selectionSeries, integer: true, selection: true,
-		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}}
+	spec := partSpec{series: selectionSeries, integer: true, selection: true,
+		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}
+	if l1, ok := a.selectTotal(sens.ReplaceOne); ok {
+		spec.sens.L1, spec.sens.L2, spec.sens.Total = l1, math.Sqrt(l1), true
+		spec.pureL0 = l1
+	}
+	return []partSpec{spec}
 }
 
 // complete plans the selections: the ranks and labels, the candidates
-// (the leaf edges of the tree's shape), the bound V behind the score's
-// sensitivity (windows' Sensitivities: max_values, 1 at event level;
-// replacing units with a max_units cap), and every rank's stated rank
+// (the leaf edges of the tree's shape), the bound Vm behind the score's
+// sensitivity (selectValues: max_values, or max_contributions when
+// smaller; 1 at event level; replacing units with a max_units cap), and
+// every rank's stated rank
 // error at level 1 − β/ranks, so that the ranks' bounds hold together.
 func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
 	if len(ap.noises) != 1 {
@@ -61,7 +75,7 @@ func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
 	b, d := c.Windows.quantileTree()
 	leaves := windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves()
 	ap.selector = quantile.Exponential{Leaves: leaves, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
-	ap.selValues, ap.selReplace = int64(c.Bounds.MaxValues), c.Bounds.MaxUnits > 0
+	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
 	if c.Schema.UnitField == "" {
 		ap.selValues, ap.selReplace = 1, false
 	}

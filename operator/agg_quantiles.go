@@ -35,7 +35,11 @@ func (quantilesAgg) enable(w *windows.Config, c Config, _ int) {
 // (quantileSelectAgg); "auto" is resolved by buildPlan, which plans both.
 func (a quantilesAgg) variant(c Config) aggregator {
 	if c.Windows.quantileMechanism() == QuantileExponential {
-		return quantileSelectAgg{ranks: len(c.Windows.quantileRanks())}
+		q := quantileSelectAgg{ranks: len(c.Windows.quantileRanks())}
+		if c.Schema.UnitField != "" {
+			q.groups, q.values, q.total = c.Bounds.MaxGroups, c.Bounds.MaxValues, c.Bounds.MaxContributions
+		}
+		return q
 	}
 	return a
 }

@@ -117,7 +117,9 @@ func boundNames(agg, series string) partBounds {
 			l1Total: "windows.quantile_depth × bounds.max_contributions",
 			l2Total: "√(windows.quantile_depth) × bounds.max_contributions with " + values}
 	case series == selectionSeries:
-		return partBounds{l1: "windows.quantiles (ranks) × " + groups, l2: "√(windows.quantiles (ranks) × " + groups + ")"}
+		return partBounds{l1: "windows.quantiles (ranks) × " + groups, l2: "√(windows.quantiles (ranks) × " + groups + ")",
+			l1Total: "windows.quantiles (ranks) × bounds.max_contributions / min(" + values + ", bounds.max_contributions), rounded up",
+			l2Total: "√(windows.quantiles (ranks) × bounds.max_contributions / min(" + values + ", bounds.max_contributions))"}
 	}
 	return partBounds{l0: "L0", per: "L∞"}
 }

@@ -1,0 +1,54 @@
+package operator
+
+// agg_quantile_total.go: the quantiles' exponential mechanism under the
+// per-unit total bound (bounds.max_contributions).
+//
+// A unit keeps m_g ≤ Vm = min(V, T) values in group g (V =
+// bounds.max_values, T = bounds.max_contributions), Σ_g m_g ≤ T, in at
+// most G groups (windows: the values follow the count's total-bound
+// selection). Every selection's score sensitivity Δ is taken at Vm
+// (quantile.SelectOptions.Values), so a selection at scale s is (1/s)-DP.
+// Permute-and-flip depends on ε and Δ only through ε/(2Δ): run at (ε, Δ)
+// it is the mechanism run at (c·ε, c·Δ), which McKenna & Sheldon's
+// Theorem 1 makes (c·ε)-DP for a neighbour moving every score by at most
+// c·Δ (c ≤ 1). Adding or removing the unit moves group g's scores by at
+// most max(q, 1−q)·m_g, c_g = m_g/Vm; replacing unit u by w by at most
+// max(m_g, m′_g), c_g = max(m_g, m′_g)/Vm. The k ranks' draws are
+// independent, so pure ε adds up: a unit spends at most
+// k·Σ_g c_g/s ≤ k·min(G, T/Vm)/s (2k·min(G, T/Vm)/s replacing units:
+// Σ_g max(m_g, m′_g) ≤ 2T over at most 2G groups). That is an L1 bound
+// of k·T/Vm (2k·T/Vm) selections at L∞ = 1, below L0 = k·G (2k·G) when
+// T < G·Vm. privacy/quantile's TestExponentialPrivacyExactTotal checks
+// it over every neighbour of small multi-group windows.
+//
+// Only the pure-ε composition uses it (partSpec.pureL0): with δ > 0 the
+// PLD accountant composes randomized response per selection, and its
+// worst case for a unit spread over fewer, fuller selections is not
+// derived here, so L0 selections stay (the per-selection Δ at Vm holds
+// for every accountant).
+
+// selectValues returns Vm, the most values one unit keeps in a group
+// under bounds.max_values v and bounds.max_contributions t (0: unset).
+func selectValues(v, t int) int {
+	if t > 0 {
+		return min(v, t)
+	}
+	return v
+}
+
+// selectTotal returns the L1 bound of the selections a unit can move, in
+// selections' worth of ε rounded up to a whole number (integer
+// arithmetic): ⌈k·T/Vm⌉ (⌈2k·T/Vm⌉ replacing units), and whether it binds
+// (T < G·Vm; false without a total bound and at event level). Binding, it
+// is below k·G (2k·G).
+func (a quantileSelectAgg) selectTotal(replace bool) (float64, bool) {
+	vm := selectValues(a.values, a.total)
+	if a.total <= 0 || vm <= 0 || a.total >= a.groups*vm {
+		return 0, false
+	}
+	n := a.ranks * a.total
+	if replace {
+		n *= 2
+	}
+	return float64((n + vm - 1) / vm), true
+}
