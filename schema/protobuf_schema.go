@@ -171,6 +171,7 @@ func (d *Decoder) plainProto() (*pbPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("protobuf_schema: %w", err)
 	}
+	d.protoMD = md
 	return plan, nil
 }
 
