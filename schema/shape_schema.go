@@ -40,6 +40,9 @@ func (d *Decoder) framedKeys(msg []byte, fn func(key []byte)) {
 		if e, ok = d.schemas.cached(id); !ok {
 			return
 		}
+		if e.plan != nil || e.proto != nil || e.reason == ReasonSchemaMismatch {
+			d.byID[id] = e // final, as scanFramed keeps it: the lock is not taken again for id
+		}
 	}
 	if e.proto == nil {
 		d.avroKeys(e.root, msg, framedHeader, fn)
