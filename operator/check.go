@@ -69,8 +69,9 @@ var ErrCheckFailed = errors.New("operator: check failed")
 // partials and dead-letter topics exist or may be created (a create
 // request that only validates), that the consumer group's offsets can be
 // read, the input topics' message.timestamp.type, and the shape of the
-// latest input records (field names only). A failed connection skips the
-// rest.
+// latest input records (field names only); with output.format avro, the
+// registry of the release schema (checkOutputRegistry). A failed
+// connection skips the checks of the brokers.
 func Check(ctx context.Context, cfg Config, opts CheckOptions) []CheckResult {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultCheckTimeout
@@ -87,8 +88,8 @@ func Check(ctx context.Context, cfg Config, opts CheckOptions) []CheckResult {
 	}
 	defer cl.close()
 	if err := cl.check(ctx); err != nil {
-		return []CheckResult{{CheckFail, "connect", timeoutText(ctx, err, opts.Timeout)},
-			{CheckSkipped, "topics, group, input shape", "not checked: no connection"}}
+		return append([]CheckResult{{CheckFail, "connect", timeoutText(ctx, err, opts.Timeout)},
+			{CheckSkipped, "topics, group, input shape", "not checked: no connection"}}, checkOutputRegistry(ctx, cfg)...)
 	}
 	out := []CheckResult{{CheckOK, "connect", fmt.Sprintf("%s (TLS %s, SASL %s)",
 		strings.Join(k.Brokers, ","), onOff(k.TLS.Enabled), orOff(k.SASL.Mechanism))}}
@@ -99,7 +100,7 @@ func Check(ctx context.Context, cfg Config, opts CheckOptions) []CheckResult {
 		out = append(out, checkGroup(ctx, cl, k.GroupID, inputs, opts.Timeout))
 		out = append(out, checkShape(ctx, cl, cfg, inputs, opts.Sample)...)
 	}
-	return out
+	return append(out, checkOutputRegistry(ctx, cfg)...)
 }
 
 // timeoutText is err's text, or a sentence naming the timeout when ctx

@@ -70,7 +70,7 @@ func checkShape(ctx context.Context, cl *clients, cfg Config, inputs map[string]
 				absentAll &= a
 				wrongAll &= w
 				badAny |= a | w
-				tallyNames(dec, tally, msg) // after Shape: Keys decodes again
+				tallyNames(dec, tally, msg) // after Shape: Keys may decode again
 			})
 			if err != nil && readFailure == nil {
 				readFailure = fmt.Errorf("%s/%d: %w", t, p.ID, err)

@@ -167,9 +167,11 @@ func New(cfg Config, opts ...Option) (*Operator, error) {
 	}
 	o.planMetrics(o.plan)
 	if cfg.Observability.ShapeCheck {
-		if o.shape, err = newShapeCheck(cfg.Schema, &o.health); err != nil {
+		sdec, err := o.newInputDecoder()
+		if err != nil {
 			return nil, err
 		}
+		o.shape = newShapeCheck(sdec, &o.health)
 	}
 	o.health.set(false, "starting")
 	return o, nil

@@ -75,11 +75,7 @@ func (o *Operator) registerReleaseSchema(ctx context.Context) error {
 	if err != nil {
 		return err // validated: never here
 	}
-	key := "output.registry"
-	if o.cfg.Output.Registry.URL == "" {
-		key = "schema.registry"
-	}
-	c, err := newRegistryClient(o.cfg.Output.registry(o.cfg.Schema), key)
+	c, err := newReleaseRegistryClient(o.cfg)
 	if err != nil {
 		return err
 	}
@@ -104,6 +100,16 @@ func (o *Operator) registerReleaseSchema(ctx context.Context) error {
 		}
 		backoff = min(2*backoff, o.cfg.Kafka.RetryBackoffMax)
 	}
+}
+
+// newReleaseRegistryClient returns the client of the registry of the
+// release schema: output.registry, defaulting to schema.registry.
+func newReleaseRegistryClient(cfg Config) (*registryClient, error) {
+	key := "output.registry"
+	if cfg.Output.Registry.URL == "" {
+		key = "schema.registry"
+	}
+	return newRegistryClient(cfg.Output.registry(cfg.Schema), key)
 }
 
 // registerRelease registers schemaJSON under subject (POST

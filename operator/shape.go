@@ -79,18 +79,17 @@ type shapeCheck struct {
 	seen     string   // the names listed when the last field was reported
 }
 
-// newShapeCheck returns the check of the fields of cfg.
-func newShapeCheck(cfg schema.Config, h *health) (*shapeCheck, error) {
-	dec, err := schema.NewDecoder(cfg)
-	if err != nil {
-		return nil, err
-	}
+// newShapeCheck returns the check of the fields of dec, a decoder of the
+// input of its own (framed Avro or Protobuf: over the operator's schema
+// cache, so that it lists the field names of the schemas the fetchers
+// met).
+func newShapeCheck(dec *schema.Decoder, h *health) *shapeCheck {
 	f := dec.Fields()
 	if len(f) > schema.ShapeFields {
 		f = f[:schema.ShapeFields]
 	}
 	return &shapeCheck{health: h, block: shapeBlock, dec: dec, fields: f, miss: make([]int, len(f)),
-		absent: make([]int, len(f)), findings: make([]string, len(f)), tally: map[string]int{}}, nil
+		absent: make([]int, len(f)), findings: make([]string, len(f)), tally: map[string]int{}}
 }
 
 // fireBelow and clearFrom are the thresholds of a block of s.block

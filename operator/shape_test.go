@@ -1,8 +1,10 @@
 package operator
 
 import (
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -31,10 +33,11 @@ func newShapeTest(t *testing.T) *shapeTest {
 	cfg := testConfig(nil, "in", "out", "g").Schema
 	h := &health{}
 	h.set(true, "")
-	s, err := newShapeCheck(cfg, h)
+	sdec, err := schema.NewDecoder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := newShapeCheck(sdec, h)
 	dec, err := schema.NewDecoder(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -274,5 +277,45 @@ func TestShapeFindingOneRecord(t *testing.T) {
 	}
 	if got := finding(shapeBlock/2, shapeBlock/2); !strings.Contains(got, "absent from or of the wrong type in") {
 		t.Errorf("half absent, half of the wrong type: finding %q", got)
+	}
+}
+
+// shapeAvroSchema is a writer schema of testConfig's fields in which the
+// unit field is spelt usr: its messages are schema_mismatch.
+const shapeAvroSchema = `{"type": "record", "name": "R", "fields": [
+ {"name": "ts", "type": "long"}, {"name": "usr", "type": "string"},
+ {"name": "region", "type": "string"}, {"name": "cat", "type": "string"},
+ {"name": "v", "type": "double"}]}`
+
+// TestShapeFramedAvroNames: with framed Avro whose writer schema lacks
+// the unit field, the check (over the schema cache the fetchers fill)
+// reports the field with the writer record's field names, not "(none)".
+func TestShapeFramedAvroNames(t *testing.T) {
+	sc := testConfig(nil, "in", "out", "g").Schema
+	sc.Format, sc.Registry.URL = schema.FormatAvro, "http://127.0.0.1:9/apis/ccompat/v7"
+	s, err := schema.NewSchemas(sc, func(id uint32) (schema.RegisteredSchema, error) {
+		return schema.RegisteredSchema{Schema: shapeAvroSchema}, nil
+	}, func(uint32, error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newShapeTest(t)
+	if st.dec, err = schema.NewFramedDecoder(sc, s); err != nil {
+		t.Fatal(err)
+	}
+	sdec, err := schema.NewFramedDecoder(sc, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.s = newShapeCheck(sdec, st.h)
+	// ts 1, usr "u", region "north", cat "a", v 1.5; framed with id 1.
+	rec := []byte{0, 0, 0, 0, 1, 2, 2, 'u', 10, 'n', 'o', 'r', 't', 'h', 2, 'a'}
+	rec = binary.LittleEndian.AppendUint64(rec, math.Float64bits(1.5))
+	for range shapeBlock {
+		st.feed(string(rec))
+	}
+	if log := st.buf.String(); !strings.Contains(log, "field=user") ||
+		!strings.Contains(log, `fields_seen="\"cat\", \"region\", \"ts\", \"usr\", \"v\""`) {
+		t.Errorf("want user reported with the writer's field names:\n%s", log)
 	}
 }

@@ -289,6 +289,29 @@ func (p *plan) assumptions(sz Sizes) []string {
 	if p.upper > p.lower {
 		a = append(a, fmt.Sprintf("values at the middle of [lower, upper] = %g", p.mid))
 	}
+	return append(a, p.laneAssumptions()...)
+}
+
+// laneAssumptions are the assumptions of the extra measures and
+// histograms, in lane order: each measure's values at the middle of its
+// own range, each histogram's events spread evenly over its buckets
+// (what their aggregates' expect assume).
+func (p *plan) laneAssumptions() []string {
+	var a []string
+	var last *lane
+	for i := range p.aggs {
+		l := p.aggs[i].lane
+		if l == nil || l == last {
+			continue
+		}
+		last = l
+		switch {
+		case l.measure >= 0:
+			a = append(a, fmt.Sprintf("values of measure %s at the middle of its [lower, upper] = %g", l.name, l.view.mid))
+		case len(l.view.labels) > 0:
+			a = append(a, fmt.Sprintf("events of histogram %s spread evenly over its %d buckets", l.name, len(l.view.labels)))
+		}
+	}
 	return a
 }
 

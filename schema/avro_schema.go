@@ -75,6 +75,7 @@ func (d *Decoder) plainAvro() (*avroPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("avro_schema: %w", err)
 	}
+	d.avroRoot = t
 	return plan, nil
 }
 

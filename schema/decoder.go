@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"unicode/utf8"
+
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Event is one decoded input event: only the configured fields, already
@@ -102,6 +104,10 @@ type Decoder struct {
 	keyHook func(key []byte) // called with every string key while set (Keys)
 	avro    *avroPlan        // the plain Avro writer schema bound to the paths
 	proto   *pbPlan          // the plain Protobuf message bound to the paths
+	// avroRoot and protoMD are the plain writer record and message type
+	// (Keys lists their field names).
+	avroRoot *avroType
+	protoMD  protoreflect.MessageDescriptor
 	// schemas and byID serve framed Avro and Protobuf: the shared cache
 	// and this decoder's view of it (ids whose entry is final); pbByKey
 	// holds the Protobuf message types met, by id and message indexes.

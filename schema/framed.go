@@ -153,8 +153,11 @@ func (c Config) framed() bool {
 // Protobuf file (whose messages are bound as the message indexes name
 // them), or the reason its messages are skipped.
 type schemaEntry struct {
-	plan   *avroPlan
-	proto  *pbSchema
+	plan  *avroPlan
+	proto *pbSchema
+	// root is the Avro writer record, also when it does not fit the
+	// configuration (Keys lists its field names).
+	root   *avroType
 	reason Reason
 }
 
@@ -220,7 +223,7 @@ func (s *Schemas) entry(id uint32) schemaEntry {
 	e, err := s.bind(rs)
 	if err != nil {
 		s.report(id, err)
-		e = schemaEntry{reason: ReasonSchemaMismatch}
+		e = schemaEntry{root: e.root, reason: ReasonSchemaMismatch}
 	}
 	s.byID[id] = e
 	return e
@@ -252,9 +255,9 @@ func (s *Schemas) bind(rs RegisteredSchema) (schemaEntry, error) {
 	}
 	plan, err := s.tmpl.bindAvro(t)
 	if err != nil {
-		return schemaEntry{}, err
+		return schemaEntry{root: t}, err // the root still lists its field names (Keys)
 	}
-	return schemaEntry{plan: plan}, nil
+	return schemaEntry{plan: plan, root: t}, nil
 }
 
 // NewFramedDecoder returns a Decoder of framed Avro or Protobuf input

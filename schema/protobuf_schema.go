@@ -158,7 +158,7 @@ func (d *Decoder) plainProto() (*pbPlan, error) {
 	if strings.TrimSpace(d.cfg.ProtobufSchema) == "" || d.cfg.ProtobufMessage == "" {
 		return nil, errors.New("format protobuf needs protobuf_schema and protobuf_message, or registry.url")
 	}
-	fd, err := compileProto(d.cfg.ProtobufSchema, nil)
+	fd, err := compilePlainProto(d.cfg.ProtobufSchema)
 	if err != nil {
 		return nil, fmt.Errorf("protobuf_schema: %w", err)
 	}
@@ -171,6 +171,7 @@ func (d *Decoder) plainProto() (*pbPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("protobuf_schema: %w", err)
 	}
+	d.protoMD = md
 	return plan, nil
 }
 

@@ -105,8 +105,14 @@ func (d *Decoder) typeOK(k kind, roles uint8) bool {
 // Keys calls fn with every top-level string key of msg (not the keys of
 // nested maps), a JSON object or msgpack map as Decode reads it, in message order, until the message ends
 // or a key shows it malformed (keys longer than MaxKeyLen are not
-// reported). fn must not keep key. Keys changes what Shape reports.
+// reported). For Avro and Protobuf it calls fn with the top-level field
+// names of the record or message msg is (shape_schema.go: schemaKeys).
+// fn must not keep key. Keys may change what Shape reports.
 func (d *Decoder) Keys(msg []byte, fn func(key []byte)) {
+	if d.cfg.Format == FormatAvro || d.cfg.Format == FormatProtobuf {
+		d.schemaKeys(msg, fn)
+		return
+	}
 	d.keyHook = fn
 	defer func() { d.keyHook = nil }()
 	var e Event
