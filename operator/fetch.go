@@ -166,6 +166,9 @@ func (f *fetcher) connect(ctx context.Context) (string, error) {
 // step connects if needed and runs one fetch; false when the fetcher must
 // stop (ctx ended).
 func (f *fetcher) step(ctx context.Context) bool {
+	if !f.blocked && f.o.registryHeld.Load() > 0 {
+		return f.hold(ctx)
+	}
 	if f.conn == nil {
 		if op, err := f.connect(ctx); err != nil {
 			return f.fail(ctx, op, err)

@@ -43,6 +43,10 @@ type Operator struct {
 	// registryDown is on during a registry outage (registry_outage.go).
 	registry     *registryClient
 	registryDown atomic.Bool
+	// registryHeld counts this instance's partitions waiting for the
+	// registry; while it is above 0 every other partition waits too
+	// (registry_outage.go).
+	registryHeld atomic.Int32
 	// avroOut is output.format avro's encoder and registered schema id
 	// (output_avro.go); set by Run before anything publishes.
 	avroOut *avroOutput

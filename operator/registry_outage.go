@@ -12,6 +12,12 @@ package operator
 // windows of that partition wait meanwhile, as they do for a broker
 // outage, and nothing is lost.
 //
+// The instance's other partitions wait too (hold) while one waits: no
+// window can close before the waiting partition moves on (it is not read
+// to its end, so its watermark stays), and reading on would only open
+// windows until windows.max_open_windows skips events as
+// too_many_windows. Held, their events stay in Kafka.
+//
 // What is observable: one WARN per outage with the registry's URL and the
 // error (never message content), one INFO when it answers again,
 // dpstream_registry_errors_total (failed requests),
@@ -42,7 +48,7 @@ func (o *Operator) registryAnswered(c *registryClient, err error) {
 		o.m.registryErrors.Inc()
 		o.health.registryProblem("schema registry unavailable, decoding waits: " + strings.ReplaceAll(err.Error(), "\n", "; "))
 		if !o.registryDown.Swap(true) {
-			o.log.Warn("schema registry unavailable: partitions that need a schema from it wait, nothing is skipped; retrying with kafka.retry_backoff",
+			o.log.Warn("schema registry unavailable: decoding waits (the partition that needs a schema from it, and the others with it), nothing is skipped; retrying with kafka.retry_backoff",
 				"url", c.shown, "err", err)
 		}
 		return
@@ -61,6 +67,7 @@ func (f *fetcher) waitRegistry(ctx context.Context) bool {
 	if !f.blocked {
 		f.blocked = true
 		f.o.m.registryBlocked.Inc()
+		f.o.registryHeld.Add(1)
 	}
 	if !sleep(ctx, f.backoff) {
 		return false
@@ -75,5 +82,14 @@ func (f *fetcher) unblock() {
 	if f.blocked {
 		f.blocked = false
 		f.o.m.registryBlocked.Dec()
+		f.o.registryHeld.Add(-1)
 	}
+}
+
+// hold is the wait of a partition that does not need the registry while
+// another one of the instance waits for it: kafka.retry_backoff, then the
+// fetcher looks again (its offset and connection stay). False when ctx
+// ended.
+func (f *fetcher) hold(ctx context.Context) bool {
+	return sleep(ctx, f.o.cfg.Kafka.RetryBackoff)
 }
