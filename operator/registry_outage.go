@@ -13,10 +13,13 @@ package operator
 // outage, and nothing is lost.
 //
 // The instance's other partitions wait too (hold) while one waits: no
-// window can close before the waiting partition moves on (it is not read
-// to its end, so its watermark stays), and reading on would only open
-// windows until windows.max_open_windows skips events as
-// too_many_windows. Held, their events stay in Kafka.
+// window can be released before the waiting partition moves on (it is
+// not read to its end, so its watermark stays), and on a single instance
+// reading on would only open windows until windows.max_open_windows skips
+// events as too_many_windows. Held, their events stay in Kafka. (With
+// scale_out each partition's stage-1 windows close on their own and stage
+// 2 waits for the partials, so there the hold only delays; other
+// instances keep reading.)
 //
 // What is observable: one WARN per outage with the registry's URL and the
 // error (never message content), one INFO when it answers again,
