@@ -110,18 +110,10 @@ PROPS
 start() {
   need java "Java 17 is needed to run the worker"
   need curl "curl is needed to ask the worker's REST API whether it is ready"
-  if pid_alive && rest_ok; then
-    echo "$rest"
+  if running_or_free worker DPSTREAM_CONNECT_PORT "$rest" rest_ok; then
     return 0
   fi
-  if ! pid_alive && port_open "$port"; then
-    say "port $port is already in use by a process this script did not start; stop it or set DPSTREAM_CONNECT_PORT"
-    exit 1
-  fi
-  if pid_alive; then
-    say "worker process $(cat "$pidfile") is running but not ready yet; waiting"
-  else
-    rm -f "$pidfile"
+  if ! pid_alive; then
     fetch
     write_configs
     say "starting a Kafka Connect standalone worker on $rest against $bootstrap (log: $logfile)"

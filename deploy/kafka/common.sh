@@ -54,7 +54,7 @@ PROPS
 }
 
 # The callers define say MESSAGE (to stderr, with their name), host and
-# pidfile.
+# pidfile (and port, for running_or_free).
 
 # need CMD WHY exits with a message unless CMD is on PATH.
 need() {
@@ -78,6 +78,31 @@ pid_alive() {
 api_versions_ok() {
   timeout 30 java -cp "$1/*" -Dlog4j.configuration="file:$2/tools-log4j.properties" \
     kafka.admin.BrokerApiVersionsCommand --bootstrap-server "$3" >/dev/null 2>&1
+}
+
+# running_or_free WHAT VAR OUT CHECK...: the head of a start. Prints OUT
+# and returns 0 when the process of $pidfile runs and CHECK... succeeds
+# (nothing to start). Exits 1 when $port is taken by a process this script
+# did not start (VAR names the port's setting). Otherwise returns 1, after
+# saying that the process runs but is not ready yet, or removing a stale
+# $pidfile: the caller starts the process unless pid_alive.
+running_or_free() {
+  local what="$1" var="$2" out="$3"
+  shift 3
+  if pid_alive && "$@"; then
+    echo "$out"
+    return 0
+  fi
+  if ! pid_alive && port_open "$port"; then
+    say "port $port is already in use by a process this script did not start; stop it or set $var"
+    exit 1
+  fi
+  if pid_alive; then
+    say "$what process $(cat "$pidfile") is running but not ready yet; waiting"
+  else
+    rm -f "$pidfile"
+  fi
+  return 1
 }
 
 # await_ready WHAT MISSING STDOUT CHECK...: after a start, waits until the

@@ -48,6 +48,9 @@ say() { echo "kafka.sh: $*" >&2; }
 # metadata_ok: the broker answers an ApiVersions round trip (see common.sh).
 metadata_ok() { api_versions_ok "$lib" "$run" "$bootstrap"; }
 
+# listening_ok: the broker listens and answers ApiVersions.
+listening_ok() { port_open "$port" && metadata_ok; }
+
 fetch_jars() {
   if [ -f "$stamp" ]; then return; fi
   need mvn "Maven is needed once to fetch the Kafka jars from Maven Central"
@@ -86,20 +89,10 @@ format_storage() {
 
 start() {
   need java "Java 17 is needed to run the broker"
-  if pid_alive && port_open "$port"; then
-    if metadata_ok; then
-      echo "$bootstrap"
-      return 0
-    fi
+  if running_or_free broker DPSTREAM_KAFKA_PORT "$bootstrap" listening_ok; then
+    return 0
   fi
-  if ! pid_alive && port_open "$port"; then
-    say "port $port is already in use by a process this script did not start; stop it or set DPSTREAM_KAFKA_PORT"
-    exit 1
-  fi
-  if pid_alive; then
-    say "broker process $(cat "$pidfile") is running but not ready yet; waiting"
-  else
-    rm -f "$pidfile"
+  if ! pid_alive; then
     fetch_jars
     write_configs
     format_storage

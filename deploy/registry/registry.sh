@@ -60,18 +60,10 @@ fetch_app() {
 start() {
   need java "Java 17 is needed to run the registry"
   need curl "the readiness check asks the registry's HTTP API"
-  if pid_alive && ready; then
-    echo "$url"
+  if running_or_free registry DPSTREAM_REGISTRY_PORT "$url" ready; then
     return 0
   fi
-  if ! pid_alive && port_open "$port"; then
-    say "port $port is already in use by a process this script did not start; stop it or set DPSTREAM_REGISTRY_PORT"
-    exit 1
-  fi
-  if pid_alive; then
-    say "registry process $(cat "$pidfile") is running but not ready yet; waiting"
-  else
-    rm -f "$pidfile"
+  if ! pid_alive; then
     fetch_app
     mkdir -p "$run"
     say "starting the registry on $host:$port (log: $logfile)"
