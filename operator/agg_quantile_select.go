@@ -57,7 +57,7 @@ func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
 		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}
 	if l1, ok := a.selectTotal(sens.ReplaceOne); ok {
 		spec.sens.L1, spec.sens.L2, spec.sens.Total = l1, math.Sqrt(l1), true
-		spec.pureL0 = l1
+		spec.pureL0, spec.deltaL0 = l1, selectPacked(l1, k)
 	}
 	return []partSpec{spec}
 }

@@ -157,6 +157,11 @@ func (n *vectorNoise) totalNorms(pt *privacy.Part) {
 	switch {
 	case (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded):
 		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
+	case n.sens.Total && n.kind == selectExact && n.sens.L1 < float64(pt.L0)*pt.Linf:
+		// The selections' pure ε follows the L1 bound under every budget
+		// (pure ε-DP is (ε, δ)-DP): the pure accountant uses it
+		// (calLinearPure), the PLD keeps L0 packed groups (selectPacked).
+		pt.L1 = n.sens.L1
 	case n.sens.Total && n.kind == realSnapped:
 		// L0·step is exact (the step is a power of two); the sum rounds up.
 		l1 := math.Nextafter(n.sens.L1+math.Ceil(n.sens.L0)*n.step, math.Inf(1))
