@@ -2,8 +2,10 @@ package operator
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpstream/dpstream/schema"
@@ -72,10 +74,12 @@ func totalReference(t *testing.T, name string) (laplace, gaussian float64) {
 //     2^-11): at most 1.05× (in fact 1 + 2e-5) the optimum, never below
 //     it; without the bound 5× (L0 = 5 groups at 500). Fails on the old
 //     code (2500, the total bound did not reach sums).
-//   - gaussian (δ = 1e-6): the lattice discrete Gaussian gets the bound
-//     through L0 = min(groups, 5) and L∞ = min(5, 5)·100 only (no L2
-//     accountant for it yet; see totalNorms): the scale is not above the
-//     old one, and stays √5× the L2 optimum — the gap this test records.
+//   - gaussian (δ = 1e-6): the lattice discrete Gaussian is calibrated by
+//     the L2 accountant (privacy/compose_lattice_l2.go) on the L2 of the
+//     rounded sums (500/step + √5 steps): within [1, 1.05]× (in fact
+//     1 + 4e-5: the PLD's pessimism) the L2 optimum; without the bound
+//     √5×. Fails on the old code (4723.5: the bound reached the lattice
+//     part through L0 and L∞ only, √5× the optimum).
 func TestTotalBoundSumAcceptance(t *testing.T) {
 	lap, gauss := totalReference(t, "hist 5x5 total 5")
 	lap, gauss = 100*lap, 100*gauss
@@ -95,10 +99,22 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 	}
 	t.Logf("laplace: scale %.8g (L1 optimum %.8g, ratio %.7f), %.6g without the bound", got, lap, got/lap, old)
 	got, old = scale("gaussian", 1e-6, 5), scale("gaussian", 1e-6, 0)
-	if got > old {
-		t.Errorf("gaussian: scale %.8g with the bound above %.8g without", got, old)
+	if got < gauss || got > 1.05*gauss {
+		t.Errorf("gaussian: scale %.8g, want within [1, 1.05] × the L2 optimum %.8g", got, gauss)
 	}
-	t.Logf("gaussian: scale %.8g (L2 optimum %.8g, ratio %.4f), %.6g without the bound", got, gauss, got/gauss, old)
+	if r := old / got; r < 2.23 {
+		t.Errorf("gaussian: without the bound %.6g, only %.4g× (want ≈ √5×)", old, r)
+	}
+	t.Logf("gaussian: scale %.8g (L2 optimum %.8g, ratio %.7f), %.6g without the bound", got, gauss, got/gauss, old)
+	// The plan says which L2 the Gaussian used: 500/2^-11 + √5 steps.
+	p, err := planFor(sumTotalConfig(AggSum, "gaussian", 1e-6, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const used = "the lattice Gaussian's L2 1024002.236 steps of 2^-11, rounding included"
+	if e := p.seriesSensitivity(&p.aggs[0].noises[0]); !strings.Contains(e.L2Bound, used) || !strings.Contains(p.note, used) {
+		t.Errorf("L2 bound %q, note %q: want %q", e.L2Bound, p.note, used)
+	}
 }
 
 // TestTotalBoundMeanVariance: the mean's and the variance's parts under
@@ -188,4 +204,51 @@ func TestTotalBoundTree(t *testing.T) {
 		t.Errorf("gaussian: σ %.8g, reference %.8g; %.6g without the bound", got, sigma, old)
 	}
 	t.Logf("gaussian: σ %.8g (reference %.8g, ratio %.6f), %.6g without the bound", got, sigma, got/sigma, old)
+}
+
+// TestTotalBoundMeanVarianceGaussian: the mean's and the variance's parts
+// under the total bound of TestTotalBoundSumAcceptance's setting, with
+// gaussian at ε = 1, δ = 1e-6. A unit adds at most T = 5 values in all, so
+// the L2 of its change is 5 to the count, 5·50 to the centred sum and
+// 5·50² to the centred squares (one group takes them all). Gaussian noise
+// on independent parts is μ-GDP with μ² = Σ (L2_i/scale_i)², and the
+// budget allows μ* = 5/σ* with σ* the continuous Gaussian's scale for L2 =
+// 5 (gen_total.py, "hist 5x5 total 5"). The plan's scales spend μ within
+// [μ*/1.05, μ*·(1 + 1e-3)] (1e-3 for the count's exact discrete
+// accounting, which may differ slightly from the continuous one) — no
+// part's noise is more than 1.05× what its share needs — and each part's
+// noise is at least 2.2× smaller than without the bound (√5× for the
+// lattice parts). Fails on the old code (the lattice parts got the bound
+// through L0 and L∞ only: μ spent ≈ μ*/2).
+func TestTotalBoundMeanVarianceGaussian(t *testing.T) {
+	_, gauss := totalReference(t, "hist 5x5 total 5")
+	muStar := 5 / gauss
+	l2 := map[string]float64{schema.SeriesCount: 5, schema.SeriesSum: 5 * 50, schema.SeriesSumSq: 5 * 50 * 50}
+	for _, agg := range []string{AggMean, AggVariance} {
+		p, err := planFor(sumTotalConfig(agg, "gaussian", 1e-6, 5))
+		if err != nil {
+			t.Fatalf("%s: %v", agg, err)
+		}
+		old, err := planFor(sumTotalConfig(agg, "gaussian", 1e-6, 0))
+		if err != nil {
+			t.Fatalf("%s: %v", agg, err)
+		}
+		mu2 := 0.0
+		for i, n := range p.aggs[0].noises {
+			a, ok := l2[n.series]
+			if !ok {
+				t.Fatalf("%s: series %q has no reference L2", agg, n.series)
+			}
+			mu2 += (a / n.scale) * (a / n.scale)
+			if r := old.aggs[0].noises[i].scale / n.scale; r < 2.2 {
+				t.Errorf("%s.%s: scale %.6g, without the bound only %.4g× more", agg, n.series, n.scale, r)
+			}
+			t.Logf("%s.%s: scale %.8g (%.6g without the bound)", agg, n.series, n.scale, old.aggs[0].noises[i].scale)
+		}
+		if mu := math.Sqrt(mu2); mu > muStar*(1+1e-3) || mu < muStar/1.05 {
+			t.Errorf("%s: the parts spend μ = %.8g by their L2, want within [μ*/1.05, μ*·(1 + 1e-3)], μ* = %.8g", agg, mu, muStar)
+		} else {
+			t.Logf("%s: μ spent by L2 %.8f of μ* %.8f (ratio %.6f)", agg, mu, muStar, mu/muStar)
+		}
+	}
 }
