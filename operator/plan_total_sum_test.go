@@ -61,6 +61,39 @@ func totalReference(t *testing.T, name string) (laplace, gaussian float64) {
 	return 0, 0
 }
 
+// seriesScale is one noised series of totalSeries: its reference norm, its
+// scale with the total bound and without it.
+type seriesScale struct {
+	name            string
+	ref, scale, old float64
+}
+
+// totalSeries plans sumTotalConfig(agg, mech, delta, ·) with the total
+// bound 5 and without it, and returns every noised series with its norm
+// in ref (a series without one fails the test).
+func totalSeries(t *testing.T, agg, mech string, delta float64, ref map[string]float64) []seriesScale {
+	t.Helper()
+	p, err := planFor(sumTotalConfig(agg, mech, delta, 5))
+	if err != nil {
+		t.Fatalf("%s: %v", agg, err)
+	}
+	old, err := planFor(sumTotalConfig(agg, mech, delta, 0))
+	if err != nil {
+		t.Fatalf("%s: %v", agg, err)
+	}
+	var out []seriesScale
+	for i, n := range p.aggs[0].noises {
+		a, ok := ref[n.series]
+		if !ok {
+			t.Fatalf("%s: series %q has no reference norm", agg, n.series)
+		}
+		x := seriesScale{name: n.part, ref: a, scale: n.scale, old: old.aggs[0].noises[i].scale}
+		t.Logf("%s: scale %.8g (%.6g without the bound)", x.name, x.scale, x.old)
+		out = append(out, x)
+	}
+	return out
+}
+
 // TestTotalBoundSumAcceptance: a sum over 5 groups, a unit adding at most
 // 5 values in [0, 100] to each and at most 5 in all (bounds.max_contributions
 // 5). One unit moves the sums by integer counts of values times at most
@@ -132,25 +165,12 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 func TestTotalBoundMeanVariance(t *testing.T) {
 	l1 := map[string]float64{schema.SeriesCount: 5, schema.SeriesSum: 5 * 50, schema.SeriesSumSq: 5 * 50 * 50}
 	for _, agg := range []string{AggMean, AggVariance} {
-		p, err := planFor(sumTotalConfig(agg, "laplace", 0, 5))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
-		old, err := planFor(sumTotalConfig(agg, "laplace", 0, 0))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
 		spent := 0.0
-		for i, n := range p.aggs[0].noises {
-			a, ok := l1[n.series]
-			if !ok {
-				t.Fatalf("%s: series %q has no reference L1", agg, n.series)
+		for _, x := range totalSeries(t, agg, "laplace", 0, l1) {
+			spent += x.ref / x.scale
+			if r := x.old / x.scale; r < 4.99 {
+				t.Errorf("%s: scale %.6g, without the bound only %.4g× more", x.name, x.scale, r)
 			}
-			spent += a / n.scale
-			if r := old.aggs[0].noises[i].scale / n.scale; r < 4.99 {
-				t.Errorf("%s.%s: scale %.6g, without the bound only %.4g× more", agg, n.series, n.scale, r)
-			}
-			t.Logf("%s.%s: scale %.8g (%.6g without the bound)", agg, n.series, n.scale, old.aggs[0].noises[i].scale)
 		}
 		if spent > 1+1e-9 || spent < 1/1.05 {
 			t.Errorf("%s: the parts spend ε = %.8g by their L1, want within [1/1.05, 1]", agg, spent)
@@ -225,25 +245,12 @@ func TestTotalBoundMeanVarianceGaussian(t *testing.T) {
 	muStar := 5 / gauss
 	l2 := map[string]float64{schema.SeriesCount: 5, schema.SeriesSum: 5 * 50, schema.SeriesSumSq: 5 * 50 * 50}
 	for _, agg := range []string{AggMean, AggVariance} {
-		p, err := planFor(sumTotalConfig(agg, "gaussian", 1e-6, 5))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
-		old, err := planFor(sumTotalConfig(agg, "gaussian", 1e-6, 0))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
 		mu2 := 0.0
-		for i, n := range p.aggs[0].noises {
-			a, ok := l2[n.series]
-			if !ok {
-				t.Fatalf("%s: series %q has no reference L2", agg, n.series)
+		for _, x := range totalSeries(t, agg, "gaussian", 1e-6, l2) {
+			mu2 += (x.ref / x.scale) * (x.ref / x.scale)
+			if r := x.old / x.scale; r < 2.2 {
+				t.Errorf("%s: scale %.6g, without the bound only %.4g× more", x.name, x.scale, r)
 			}
-			mu2 += (a / n.scale) * (a / n.scale)
-			if r := old.aggs[0].noises[i].scale / n.scale; r < 2.2 {
-				t.Errorf("%s.%s: scale %.6g, without the bound only %.4g× more", agg, n.series, n.scale, r)
-			}
-			t.Logf("%s.%s: scale %.8g (%.6g without the bound)", agg, n.series, n.scale, old.aggs[0].noises[i].scale)
 		}
 		if mu := math.Sqrt(mu2); mu > muStar*(1+1e-3) || mu < muStar/1.05 {
 			t.Errorf("%s: the parts spend μ = %.8g by their L2, want within [μ*/1.05, μ*·(1 + 1e-3)], μ* = %.8g", agg, mu, muStar)
