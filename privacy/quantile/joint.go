@@ -1,8 +1,8 @@
 package quantile
 
 import (
-	"errors"
 	"fmt"
+	"math"
 	"math/big"
 
 	"github.com/dpstream/dpstream/privacy/rng"
@@ -53,10 +53,6 @@ type JointOptions struct {
 // work grows as k²).
 const MaxJointRanks = 32
 
-// ErrNotImplemented is returned by Joint.Select until its exact sampler
-// lands.
-var ErrNotImplemented = errors.New("quantile: joint selection not implemented")
-
 // Sensitivity returns the loss's sensitivity Δ for o, exactly: 2V, or 4V
 // when units are replaced.
 func (o JointOptions) Sensitivity() *big.Rat {
@@ -70,19 +66,108 @@ func (o JointOptions) Sensitivity() *big.Rat {
 // Edge returns e_j (as Exponential.Edge).
 func (e Joint) Edge(j int) float64 { return Exponential(e).Edge(j) }
 
+// maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)): exp(−γ·c) must stay
+// within big.Float's exponent range (int32) for the acceptance bounds;
+// 2²⁹·2·log₂(e) < 2³¹. γ·N is 6·10⁴ at the benchmark's S3.
+const maxJointGammaN = 1 << 29
+
+// maxJointSlack bounds the acceptance bound's slack y (M = Σ'·(1 + 2y)):
+// beyond it the sampler refuses (its acceptance rate would fall below
+// 1 − 2⁻⁹; not reached below N·k ≈ 10¹²).
+const maxJointSlack = 0x1p-10
+
+// check validates o for e.
+func (e Joint) check(o JointOptions) error {
+	if err := (Exponential(e)).check(SelectOptions{Rank: 0, Scale: o.Scale, Values: o.Values}); err != nil {
+		return err
+	}
+	k := len(o.Ranks)
+	if k < 1 || k > MaxJointRanks {
+		return fmt.Errorf("%w: %d ranks, want 1 to %d", ErrSelect, k, MaxJointRanks)
+	}
+	for i, q := range o.Ranks {
+		if !(q >= 0 && q <= 1) || (i > 0 && q < o.Ranks[i-1]) {
+			return fmt.Errorf("%w: rank %g at %d: want non-decreasing ranks in [0, 1]", ErrSelect, q, i)
+		}
+	}
+	return nil
+}
+
+// gamma returns γ = ε'/(2Δ), ε' = s/t with t/s = rng.DyadicUp(Scale).
+func (o JointOptions) gamma() *big.Rat {
+	t, s := rng.DyadicUp(o.Scale)
+	g := new(big.Rat).SetFrac(new(big.Int).SetUint64(s), new(big.Int).SetUint64(t))
+	return g.Quo(g, new(big.Rat).Mul(o.Sensitivity(), big.NewRat(2, 1)))
+}
+
 // Select returns the edge indices j_1 ≤ … ≤ j_k ∈ [0, Leaves] the joint
 // exponential mechanism selects for o's ranks (in their order) from the
 // group's histogram, drawing from s. leaves must be sorted by leaf,
 // distinct, with positive counts.
 func (e Joint) Select(s *rng.Stream, leaves []LeafCount, o JointOptions) ([]int, error) {
-	_, _ = s, leaves
-	return nil, fmt.Errorf("%w (%d ranks)", ErrNotImplemented, len(o.Ranks))
+	edges, _, err := e.selectCounted(s, leaves, o)
+	return edges, err
+}
+
+// selectCounted is Select, also returning the number of proposals made.
+func (e Joint) selectCounted(s *rng.Stream, leaves []LeafCount, o JointOptions) ([]int, int, error) {
+	if err := e.check(o); err != nil {
+		return nil, 0, err
+	}
+	sc, err := Exponential(e).newScores(leaves, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	gamma := o.gamma()
+	n := sc.prefix[len(sc.prefix)-1]
+	if new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
+		return nil, 0, fmt.Errorf("%w: γ·N beyond 2^29 (%d values at scale %g): too large for the exact sampler", ErrSelect, n, o.Scale)
+	}
+	dp, err := newJointDP(sc, e.Leaves, len(o.Ranks), o.Ranks, gamma)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrSelect, err)
+	}
+	fn, fd, err := dp.slack()
+	if err != nil {
+		return nil, 0, err
+	}
+	scratch := make([]xfloat, dp.candidates)
+	for tries := 1; ; tries++ {
+		d, err := dp.propose(s, scratch)
+		if err != nil {
+			return nil, tries, err
+		}
+		ok, err := dp.accept(s, d, fn, fd)
+		if err != nil {
+			return nil, tries, err
+		}
+		if ok {
+			return d.edges, tries, nil
+		}
+	}
 }
 
 // RankError returns x such that, with probability at least 1 − β, every
 // released edge's rank is within c* + x of its rank·N, c* the smallest
 // loss over the candidates (at most twice the sum of the ranks' distances
-// to their nearest edges: the leaf resolution).
+// to their nearest edges: the leaf resolution). Every rank's error is at
+// most the loss (|C(j_i) − q_i·N| ≤ Σ_{l ≤ i} |n_l − (q_l − q_{l−1})·N|),
+// and the mechanism outputs a tuple of loss c with probability at most
+// exp(−γ(c − c*)) (the best tuple's weight is in the normaliser), so
+// P(c(t) > c* + x) ≤ C(L+k, k)·exp(−γx): x = (ln C(L+k, k) + ln(1/β))/γ,
+// rounded up by a relative 1e-9 (ln C(L+k, k) = Σ_{i ≤ k} ln((L+i)/i) in
+// float64, a few roundings per term, far below).
 func (e Joint) RankError(o JointOptions, beta float64) (float64, error) {
-	return 0, fmt.Errorf("%w (%d ranks, β %g)", ErrNotImplemented, len(o.Ranks), beta)
+	if err := e.check(o); err != nil {
+		return 0, err
+	}
+	if !(beta > 0 && beta < 1) {
+		return 0, fmt.Errorf("%w: β %g, want (0, 1)", ErrSelect, beta)
+	}
+	lc := 0.0
+	for i := 1; i <= len(o.Ranks); i++ {
+		lc += math.Log(float64(e.Leaves+i) / float64(i))
+	}
+	g, _ := o.gamma().Float64()
+	return (lc + math.Log(1/beta)) / g * (1 + 1e-9), nil
 }
