@@ -31,7 +31,7 @@ type jointDP struct {
 	c     []int64 // C_h
 
 	gamma      *big.Rat
-	tauInt     []int64  // ⌊τ_i⌋, i = 1 … k+1
+	tauInt     []int64 // ⌊τ_i⌋, i = 1 … k+1
 	tauFrac    []*big.Rat
 	tauUp      []int64  // T' = the least integer ≥ τ_i
 	rhoUp      []xfloat // exp(−γ(T' − τ_i)): 1 when τ_i is an integer
