@@ -3,6 +3,7 @@ package quantile
 import (
 	"errors"
 	"math/big"
+	"sync"
 )
 
 // errExpRange is returned for an exponent beyond expNegBounds's range.
@@ -34,7 +35,7 @@ func expNegBounds(x *big.Rat, prec uint) (lo, hi *big.Float, err error) {
 	wp := prec + 2*uint(n.BitLen()) + 64
 	rl, rh := expNegFrac(f, wp)
 	if n.Sign() > 0 {
-		bl, bh := expNegFrac(big.NewRat(1, 1), wp)
+		bl, bh := expNegOne(wp)
 		for k := n.Uint64(); k > 0; k >>= 1 {
 			if k&1 == 1 {
 				rl, rh = mulDown(rl, bl, wp), mulUp(rh, bh, wp)
@@ -72,6 +73,25 @@ func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
 			sl, sh = addDown(sl, tl, wp), addUp(sh, th, wp)
 		}
 	}
+}
+
+// expOneCachePrec is the precision of the cached bracket of exp(−1)
+// (bits): enough for every constant and the first acceptance comparisons.
+const expOneCachePrec = 1024
+
+// expOneCache holds exp(−1)'s bracket at expOneCachePrec bits.
+var expOneCache = sync.OnceValues(func() (*big.Float, *big.Float) {
+	return expNegFrac(big.NewRat(1, 1), expOneCachePrec)
+})
+
+// expNegOne returns lo ≤ exp(−1) ≤ hi at precision wp: the cached
+// bracket rounded outwards when wp is below its precision, else computed.
+func expNegOne(wp uint) (lo, hi *big.Float) {
+	if wp > expOneCachePrec-8 {
+		return expNegFrac(big.NewRat(1, 1), wp)
+	}
+	l, h := expOneCache()
+	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Set(l), new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Set(h)
 }
 
 // newFloat returns 0 at precision wp, rounding to nearest (exact

@@ -74,16 +74,34 @@ func (dp *jointDP) constants(qs []float64) error {
 	dp.tauInt, dp.tauUp = make([]int64, k+2), make([]int64, k+2)
 	dp.tauFrac = make([]*big.Rat, k+2)
 	dp.rhoUp, dp.rhoDown = make([]xfloat, k+2), make([]xfloat, k+2)
+	nbits := bits.Len64(uint64(dp.n))
+	// exp(−γ·2^j) by squaring a bracket of exp(−γ) with directed rounding:
+	// at 80 + 2·nbits bits the bracket's relative width stays below
+	// 2^−78 after nbits squarings, so the float64 rounding of its lower
+	// end is within (1±u)² of the value (as certified).
+	wp := uint(80 + 2*nbits)
+	bl, bh, err := expNegBounds(dp.gamma, wp)
+	if err != nil {
+		return err
+	}
+	lo, hi := bl, bh
+	dp.betaPow = make([]xfloat, nbits)
+	for j := range dp.betaPow {
+		if j > 0 {
+			lo, hi = mulDown(lo, lo, wp), mulUp(hi, hi, wp)
+		}
+		dp.betaPow[j] = xfromBig(lo, 2)
+	}
 	nb := new(big.Rat).SetInt64(dp.n)
 	for i := 1; i <= k+1; i++ {
-		hi, lo := 1.0, 0.0
+		q, p := 1.0, 0.0
 		if i <= k {
-			hi = qs[i-1]
+			q = qs[i-1]
 		}
 		if i > 1 {
-			lo = qs[i-2]
+			p = qs[i-2]
 		}
-		tau := new(big.Rat).Sub(new(big.Rat).SetFloat64(hi), new(big.Rat).SetFloat64(lo))
+		tau := new(big.Rat).Sub(new(big.Rat).SetFloat64(q), new(big.Rat).SetFloat64(p))
 		tau.Mul(tau, nb)
 		t := new(big.Int).Quo(tau.Num(), tau.Denom())
 		dp.tauInt[i], dp.tauUp[i] = t.Int64(), t.Int64()
@@ -93,23 +111,14 @@ func (dp *jointDP) constants(qs []float64) error {
 			continue
 		}
 		dp.tauUp[i]++
-		var err error
-		if dp.rhoDown[i], err = certified(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i])); err != nil {
+		// ρ_down = exp(−γf) certified; ρ_up = exp(−γ(1−f)) = exp(−γ)/ρ_down
+		// on the brackets (both relative widths below 2^−79).
+		dl, dh, err := expNegBounds(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i]), wp)
+		if err != nil {
 			return err
 		}
-		up := new(big.Rat).Sub(big.NewRat(1, 1), dp.tauFrac[i])
-		if dp.rhoUp[i], err = certified(up.Mul(up, dp.gamma)); err != nil {
-			return err
-		}
-	}
-	nbits := bits.Len64(uint64(dp.n))
-	dp.betaPow = make([]xfloat, nbits)
-	for j := range dp.betaPow {
-		var err error
-		x := new(big.Rat).Mul(dp.gamma, new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(j))))
-		if dp.betaPow[j], err = certified(x); err != nil {
-			return err
-		}
+		dp.rhoDown[i] = xfromBig(dl, 2)
+		dp.rhoUp[i] = xfromBig(quoDown(bl, dh, wp), 2)
 	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.

@@ -1,6 +1,7 @@
 package quantile
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -31,6 +32,15 @@ func tuples(L, k int) [][]int {
 // of the package in float64 from the dense prefix counts (γ =
 // 1/(scale·2Δ) for the tests' dyadic scales, Δ = 2V or 4V).
 func jointLogWeights(L int, leaves []LeafCount, o JointOptions, ts [][]int) []float64 {
+	delta := 2 * float64(o.Values)
+	if o.Replace {
+		delta *= 2
+	}
+	return jointLogWeightsAt(L, leaves, o.Ranks, 1/(o.Scale*2*delta), ts)
+}
+
+// jointLogWeightsAt returns −γ·c(t) for every tuple at the given γ.
+func jointLogWeightsAt(L int, leaves []LeafCount, ranks []float64, gamma float64, ts [][]int) []float64 {
 	prefix := make([]float64, L+1)
 	for _, l := range leaves {
 		for j := int(l.Leaf) + 1; j <= L; j++ {
@@ -38,18 +48,13 @@ func jointLogWeights(L int, leaves []LeafCount, o JointOptions, ts [][]int) []fl
 		}
 	}
 	n := prefix[L]
-	delta := 2 * float64(o.Values)
-	if o.Replace {
-		delta *= 2
-	}
-	gamma := 1 / (o.Scale * 2 * delta)
 	out := make([]float64, len(ts))
 	for ti, t := range ts {
 		c, prevC, prevQ := 0.0, 0.0, 0.0
 		for i := 0; i <= len(t); i++ {
 			cur, q := n, 1.0
 			if i < len(t) {
-				cur, q = prefix[t[i]], o.Ranks[i]
+				cur, q = prefix[t[i]], ranks[i]
 			}
 			c += math.Abs(cur - prevC - (q-prevQ)*n)
 			prevC, prevQ = cur, q
@@ -117,13 +122,13 @@ var jointCases = []jointCase{
 	{12, []LeafCount{{0, 1}, {1, 2}, {5, 3}, {6, 1}, {11, 2}}, JointOptions{Ranks: []float64{0.2, 0.6}, Scale: 0.25, Values: 1}},
 }
 
-// TestJointDistribution compares n = 4·10⁴ draws of Select (keyed stream,
+// TestJointDistribution compares n = 3·10⁴ draws of Select (keyed stream,
 // fixed key: deterministic) with the exact π over every tuple (float64,
 // relative error ~1e-15, negligible against the test's resolution) by a
 // chi-square test at the 1 − 1e-6 quantile: each case fails with
 // probability about 1e-6 under a correct sampler.
 func TestJointDistribution(t *testing.T) {
-	n := 40_000
+	n := 30_000
 	if testing.Short() {
 		n = 10_000
 	}
@@ -157,5 +162,116 @@ func TestJointDistribution(t *testing.T) {
 			}
 			t.Logf("chi-square %.1f (critical %.1f, %d cells, %d tuples)", chi, crit, cells, len(ts))
 		})
+	}
+}
+
+// TestJointReplay: the same stream id selects the same tuples (a replay
+// of a release is byte-identical), and invalid arguments are errors
+// wrapping ErrSelect.
+func TestJointReplay(t *testing.T) {
+	e := Joint{Leaves: 1 << 16, Lower: 0, Upper: 100}
+	leaves := []LeafCount{{10, 5}, {3000, 40}, {3001, 2}, {60000, 9}}
+	o := JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 3, Values: 5}
+	var key rng.Key
+	first := make([][]int, 20)
+	s := rng.NewStream(key, "joint-replay")
+	for i := range first {
+		var err error
+		if first[i], err = e.Select(s, leaves, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s = rng.NewStream(key, "joint-replay")
+	for i := range first {
+		if j, _ := e.Select(s, leaves, o); fmt.Sprint(j) != fmt.Sprint(first[i]) {
+			t.Fatalf("draw %d: %v, then %v", i, first[i], j)
+		}
+	}
+	many := make([]float64, MaxJointRanks+1)
+	for _, bad := range []struct {
+		leaves []LeafCount
+		o      JointOptions
+	}{
+		{[]LeafCount{{5, 1}, {5, 1}}, o},
+		{[]LeafCount{{1 << 16, 1}}, o},
+		{[]LeafCount{{5, 0}}, o},
+		{leaves, JointOptions{Ranks: []float64{0.5, 1.5}, Scale: 3, Values: 5}},
+		{leaves, JointOptions{Ranks: []float64{0.9, 0.5}, Scale: 3, Values: 5}},
+		{leaves, JointOptions{Ranks: nil, Scale: 3, Values: 5}},
+		{leaves, JointOptions{Ranks: many, Scale: 3, Values: 5}},
+		{leaves, JointOptions{Ranks: []float64{0.5}, Scale: 0, Values: 5}},
+		{leaves, JointOptions{Ranks: []float64{0.5}, Scale: 3, Values: 0}},
+	} {
+		if _, err := e.Select(s, bad.leaves, bad.o); !errors.Is(err, ErrSelect) {
+			t.Errorf("%v %+v: error %v, want ErrSelect", bad.leaves, bad.o, err)
+		}
+	}
+}
+
+// TestJointRankError checks RankError's formula (ln C(L+k, k) +
+// ln(1/β))/γ, rounded up, against math.Lgamma, and the stated tail: over
+// 1000 draws on a 64-leaf histogram, the fraction whose loss exceeds the
+// smallest loss (found by enumerating the C(66, 2) = 2145 tuples) by more
+// than RankError(β = 0.2) stays below β + 5 standard deviations (false
+// failure below 3e-7), and no rank's error exceeds the tuple's loss.
+func TestJointRankError(t *testing.T) {
+	e := Joint{Leaves: 64, Lower: 0, Upper: 1}
+	var leaves []LeafCount
+	for l := range 64 {
+		if l%3 != 0 {
+			leaves = append(leaves, LeafCount{uint32(l), int64(1 + l%7)})
+		}
+	}
+	o := JointOptions{Ranks: []float64{0.5, 0.9}, Scale: 2, Values: 2}
+	const draws, beta = 1000, 0.2
+	bound, err := e.RankError(o, beta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gamma := 1 / (o.Scale * 2 * 2 * float64(o.Values))
+	lc, _ := math.Lgamma(67)
+	l1, _ := math.Lgamma(3)
+	l2, _ := math.Lgamma(65)
+	if want := (lc - l1 - l2 + math.Log(1/beta)) / gamma; bound < want || bound > want*(1+1e-8) {
+		t.Fatalf("rank error %g, want %g (rounded up)", bound, want)
+	}
+	ts := tuples(64, 2)
+	lw := jointLogWeights(64, leaves, o, ts)
+	best := math.Inf(1)
+	for _, x := range lw {
+		best = math.Min(best, -x/gamma)
+	}
+	loss := map[string]float64{}
+	for i, tu := range ts {
+		loss[fmt.Sprint(tu)] = -lw[i] / gamma
+	}
+	dp := make([]float64, 65) // prefix counts
+	for _, l := range leaves {
+		for j := int(l.Leaf) + 1; j <= 64; j++ {
+			dp[j] += float64(l.Count)
+		}
+	}
+	s := rng.NewStream(rng.Key{}, "joint-rank-error")
+	miss := 0
+	for range draws {
+		j, err := e.Select(s, leaves, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := loss[fmt.Sprint(j)]
+		if c-best > bound {
+			miss++
+		}
+		for i, q := range o.Ranks {
+			if d := math.Abs(dp[j[i]] - q*dp[64]); d > c+1e-9 {
+				t.Fatalf("rank %g: error %g above the loss %g", q, d, c)
+			}
+		}
+	}
+	if f := float64(miss) / draws; f > beta+5*math.Sqrt(beta*(1-beta)/draws) {
+		t.Errorf("%d of %d selections beyond the bound %g", miss, draws, bound)
+	}
+	if _, err := e.RankError(o, 0); !errors.Is(err, ErrSelect) {
+		t.Errorf("β = 0: error %v", err)
 	}
 }
