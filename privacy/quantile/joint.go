@@ -111,33 +111,47 @@ func (e Joint) Select(s *rng.Stream, leaves []LeafCount, o JointOptions) ([]int,
 
 // selectCounted is Select, also returning the number of proposals made.
 func (e Joint) selectCounted(s *rng.Stream, leaves []LeafCount, o JointOptions) ([]int, int, error) {
-	if err := e.check(o); err != nil {
+	dp, err := e.prepare(leaves, o)
+	if err != nil {
 		return nil, 0, err
+	}
+	return dp.draw(s)
+}
+
+// prepare validates the arguments and builds the sampler's tables.
+func (e Joint) prepare(leaves []LeafCount, o JointOptions) (*jointDP, error) {
+	if err := e.check(o); err != nil {
+		return nil, err
 	}
 	sc, err := Exponential(e).newScores(leaves, 0)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	gamma := o.gamma()
 	n := sc.prefix[len(sc.prefix)-1]
 	if new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
-		return nil, 0, fmt.Errorf("%w: γ·N beyond 2^29 (%d values at scale %g): too large for the exact sampler", ErrSelect, n, o.Scale)
+		return nil, fmt.Errorf("%w: γ·N beyond 2^29 (%d values at scale %g): too large for the exact sampler", ErrSelect, n, o.Scale)
 	}
 	dp, err := newJointDP(sc, e.Leaves, len(o.Ranks), o.Ranks, gamma)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", ErrSelect, err)
+		return nil, fmt.Errorf("%w: %w", ErrSelect, err)
 	}
-	fn, fd, err := dp.slack()
-	if err != nil {
-		return nil, 0, err
+	if dp.slackNum, dp.slackDen, err = dp.slack(); err != nil {
+		return nil, err
 	}
+	return dp, nil
+}
+
+// draw proposes until a proposal is accepted, returning the tuple and
+// the number of proposals.
+func (dp *jointDP) draw(s *rng.Stream) ([]int, int, error) {
 	scratch := make([]xfloat, dp.candidates)
 	for tries := 1; ; tries++ {
 		d, err := dp.propose(s, scratch)
 		if err != nil {
 			return nil, tries, err
 		}
-		ok, err := dp.accept(s, d, fn, fd)
+		ok, err := dp.accept(s, d, dp.slackNum, dp.slackDen)
 		if err != nil {
 			return nil, tries, err
 		}

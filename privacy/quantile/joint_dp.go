@@ -43,6 +43,8 @@ type jointDP struct {
 	dTerm      []int64    // the largest depth of a term at level i
 	maxJump    int64      // a bound on jump's depth
 	candidates int        // a bound on the candidates of one step
+	slackNum   *big.Int   // the acceptance bound's factor F = slackNum/slackDen
+	slackDen   *big.Int
 }
 
 // newJointDP builds the groups, certifies the constants and computes the
