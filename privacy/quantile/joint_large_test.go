@@ -72,7 +72,7 @@ func TestJointLarge(t *testing.T) {
 		o     JointOptions
 		draws int
 	}{
-		{JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 1, Values: 1}, 1000}, // γ = 1/4
+		{JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 1, Values: 1}, 1000},   // γ = 1/4
 		{JointOptions{Ranks: []float64{0.01, 0.5, 0.5}, Scale: 0.25, Values: 1}, 200}, // γ = 1
 		{JointOptions{Ranks: ranks32, Scale: 1, Values: 5}, 3},
 	}
