@@ -37,6 +37,7 @@ type jointDP struct {
 	rhoUp      []xfloat // exp(−γ(T' − τ_i)): 1 when τ_i is an integer
 	rhoDown    []xfloat // exp(−γ(τ_i − ⌊τ_i⌋))
 	betaPow    []xfloat // exp(−γ·2^j)
+	powTab     []xfloat // pow(n) for n < powTabSize, memoised
 	inner      [][]xfloat
 	next       [][]xfloat // next[i], i = 2 … k+1
 	dN         []int64    // the largest depth of next[i]
@@ -122,6 +123,10 @@ func (dp *jointDP) constants(qs []float64) error {
 		dp.rhoDown[i] = xfromBig(dl, 2)
 		dp.rhoUp[i] = xfromBig(quoDown(bl, dh, wp), 2)
 	}
+	dp.powTab = make([]xfloat, min(dp.n+1, powTabSize))
+	for n := range dp.powTab {
+		dp.powTab[n] = dp.powBits(int64(n))
+	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.
 	dp.maxJump = 3*int64(nbits) + 2
@@ -148,9 +153,22 @@ func xmulOne(a, b xfloat) xfloat {
 	return xmul(a, b)
 }
 
+// powTabSize is the number of small powers pow memoises (most
+// arguments are count differences between neighbouring groups).
+const powTabSize = 4096
+
 // pow returns β^n = exp(−γ·n) for 0 ≤ n ≤ N: the product of the certified
-// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1).
+// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1), memoised for
+// small n (the same value and depth).
 func (dp *jointDP) pow(n int64) xfloat {
+	if n < int64(len(dp.powTab)) {
+		return dp.powTab[n]
+	}
+	return dp.powBits(n)
+}
+
+// powBits is pow without the memo.
+func (dp *jointDP) powBits(n int64) xfloat {
 	r := xone
 	for j := 0; n > 0; j, n = j+1, n>>1 {
 		if n&1 == 1 {
