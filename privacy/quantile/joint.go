@@ -36,6 +36,58 @@ import (
 //
 // ε' is the calibrated scale's reciprocal rounded down to a dyadic
 // rational, as Exponential.
+//
+// Exact sampling (π(t) ∝ exp(−γ·c(t)) over every tuple once): a float
+// proposal corrected by an exact rejection.
+//
+//  1. Groups and blocks (jointDP): the edges fall into runs of equal C
+//     (at most 2·len(leaves)+1 groups), a tuple is a chain of blocks of r
+//     ranks in one group (C(s+r−1, r) edge tuples each), and backward
+//     messages over (rank, group) give every block's total weight in
+//     O(k²·G) work; the sum over the next group is O(G) per rank by a
+//     suffix recursion and a sliding window of positive terms
+//     (transition), never a difference.
+//  2. Every weight is an xfloat (float64 mantissa, wide exponent) with a
+//     rounding depth d: its value is within (1±u)^d of the same
+//     expression's exact value, u = 2⁻⁵³, because all terms are positive
+//     (xfloat). Powers exp(−γn) are products of exp(−γ·2^j), certified by
+//     directed rounding (expNegBounds) to within (1±u)² (depth 2), as are
+//     the per-rank factors exp(−γ·frac(τ_i)) and exp(−γ(1 − frac(τ_i))).
+//     No math.Exp.
+//  3. Proposal (propose): block by block, the next (group, run length) is
+//     drawn exactly ∝ integers g' = ⌈g·2^(K−E)⌉ of the float weights g
+//     (a uniform integer below their 128-bit sum), then the block's edges
+//     uniformly among its multisets (Floyd's algorithm, stars and bars).
+//     Its probability q̃(t) = Π (g'/Σ')/C(s+r−1, r) is an exact rational.
+//  4. Acceptance (accept): with probability A(t) = exp(−γ·c(t))/(M·q̃(t)),
+//     by a lazy exact Bernoulli (lazyBernoulli) on certified bounds of A.
+//     A rejected proposal is proposed again from the same tables.
+//
+// Why this is exact: rejection sampling outputs t with probability ∝
+// q̃(t)·A(t) = exp(−γc(t))/M ∝ π(t) provided A(t) ≤ 1 for every t, that
+// is M ≥ exp(−γc(t))/q̃(t). Write the proposal's states σ (the next rank
+// and the previous block's group), Ñ(σ) the float message the parent
+// step used, Σ(σ) = Σ g over σ's candidates, g = (exact jump·multiset
+// count·inner factor)·Ñ(child)·(1+θ) within depth dG. Then
+//
+//	exp(−γc(t))/q̃(t) = Π_steps [e·mult·Σ'/g'] · (last factor)
+//	                 ≤ Σ(root)·Π_steps (1+η)(1−u)^(−dG)·Π_{σ ≠ root} Σ(σ)/Ñ(σ)
+//
+// (telescoping: each step's g carries the child's Ñ, which the child's
+// Σ replaces; g' ≥ g·2^(K−E) and Σ' ≤ Σ·2^(K−E)·(1+η), η = candidates·
+// 2^(1−K), since every candidate rounds up by less than 1 and the largest
+// is at least 2^(K−1)). Ñ(σ) and Σ(σ) are two evaluations of the same sum
+// of positive terms over the same children's Ñ, of depths dN and dG, so
+// Σ(σ)/Ñ(σ) ≤ (1+u)^dG/(1−u)^dN; the terminal factor's exact value over
+// its float is at most (1−u)^(−dN). Each level is visited at most once,
+// so with D = Σ_levels (dG + dN): exp(−γc)/q̃ ≤ Σ(root)·(1+u)^D(1−u)^(−D)·
+// (1+η)^k ≤ Σ'_root·2^(E−K)·exp(3Du + kη) ≤ M := Σ'_root·2^(E−K)·(1 +
+// 2(3Du + kη)) (e^y ≤ 1 + 2y for y ≤ 1; the sampler refuses y > 2⁻¹⁰).
+// The depths come from the computation itself (xfloat), the per-level
+// maxima are recorded while the messages are computed, and a proposal
+// weight whose depth exceeds the bound used in M is an error, as is a
+// certified lower bound of A above 1 (fail closed, never a release). The
+// acceptance rate is 1/(1 + 2y) ≈ 1 − 10⁻⁸ in practice.
 type Joint struct {
 	Leaves       int     // L ≥ 1: the histogram's leaves (candidates: non-decreasing tuples of the L+1 edges)
 	Lower, Upper float64 // the clamping range the leaves cover

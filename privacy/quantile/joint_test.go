@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/dpstream/dpstream/privacy/rng"
@@ -273,5 +274,67 @@ func TestJointRankError(t *testing.T) {
 	}
 	if _, err := e.RankError(o, 0); !errors.Is(err, ErrSelect) {
 		t.Errorf("β = 0: error %v", err)
+	}
+}
+
+// TestJointDistributionRefined is TestJointDistribution's cases 3 and 6
+// (repeated groups, several ranks per block) with the acceptance coin's
+// first comparison at 2 bits, so that nearly every acceptance goes
+// through the refinement (n = 10⁴ each; 1 − 1e-6 chi-square quantile).
+func TestJointDistributionRefined(t *testing.T) {
+	defer func(p uint) { coinStartPrec = p }(coinStartPrec)
+	coinStartPrec = 2
+	const n = 10_000
+	for _, ci := range []int{3, 6} {
+		c := jointCases[ci]
+		e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
+		ts := tuples(c.leaves, len(c.o.Ranks))
+		index := map[string]int{}
+		for i, tu := range ts {
+			index[fmt.Sprint(tu)] = i
+		}
+		want := normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
+		s := rng.NewStream(rng.Key{}, fmt.Sprintf("joint-refined/%d", ci))
+		got := make([]int, len(ts))
+		for range n {
+			j, err := e.Select(s, c.hist, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[index[fmt.Sprint(j)]]++
+		}
+		if chi, crit, cells := chiSquare(got, want, n); chi > crit {
+			t.Errorf("case %d: chi-square %.1f > %.1f over %d cells", ci, chi, crit, cells)
+		}
+	}
+}
+
+// TestJointMessages checks the backward messages directly: the first
+// step's weights sum (Σ'·2^(E−K), from the integers the proposal draws
+// from) to the brute-force normaliser Σ_t exp(−γ·c(t)) of every
+// jointCase within a relative 1e-12 (float64 rounding of the reference
+// and the messages is ~1e-15). A wrong split point, window or multiset
+// count fails it even where the exact rejection would hide the error in
+// the output distribution (at a lower acceptance rate or an error).
+func TestJointMessages(t *testing.T) {
+	for ci, c := range jointCases {
+		e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
+		dp, err := e.prepare(c.hist, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 0.0
+		for _, x := range jointLogWeights(c.leaves, c.hist, c.o, tuples(c.leaves, len(c.o.Ranks))) {
+			want += math.Exp(x)
+		}
+		d := &jointDraw{num: big.NewInt(1), den: big.NewInt(1)}
+		if _, _, err := dp.step(rng.NewStream(rng.Key{}, "m"), 1, -1, 0, d, make([]xfloat, dp.candidates)); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := new(big.Float).SetInt(d.sum0).Float64()
+		got := math.Ldexp(f, int(d.shift0))
+		if math.Abs(got-want) > 1e-12*want {
+			t.Errorf("case %d: normaliser %.15g, want %.15g", ci, got, want)
+		}
 	}
 }
