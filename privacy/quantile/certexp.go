@@ -131,14 +131,3 @@ func subDown(a, b *big.Float, wp uint) *big.Float {
 func subUp(a, b *big.Float, wp uint) *big.Float {
 	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Sub(a, b)
 }
-
-// certified returns exp(−x) as an xfloat of depth 2: the float64
-// rounding of a lower bound at 80 bits, off by at most u (the rounding)
-// and 2⁻⁷⁹ (the bracket), so within [(1−u)², (1+u)²] of the true value.
-func certified(x *big.Rat) (xfloat, error) {
-	lo, _, err := expNegBounds(x, 80)
-	if err != nil {
-		return xfloat{}, err
-	}
-	return xfromBig(lo, 2), nil
-}

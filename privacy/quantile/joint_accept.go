@@ -24,7 +24,7 @@ func (dp *jointDP) slack() (fn, fd *big.Int, err error) {
 	// 2y·2⁶¹ = 6·D·2⁸ + 2·k·candidates (u = 2⁻⁵³, η·2⁶¹ = 2·candidates).
 	twoY := new(big.Int).Mul(big.NewInt(6*256), big.NewInt(depth))
 	twoY.Add(twoY, new(big.Int).Mul(big.NewInt(int64(2*dp.k)), big.NewInt(int64(dp.candidates))))
-	if twoY.Cmp(new(big.Int).Lsh(big.NewInt(1), 61-10+1)) > 0 {
+	if twoY.Cmp(big.NewInt(int64(2*maxJointSlack*(1<<61)))) > 0 {
 		return nil, nil, fmt.Errorf("%w: the histogram is too large for the exact sampler (rounding depth %d)", ErrSelect, depth)
 	}
 	fd = new(big.Int).Lsh(big.NewInt(1), 61)

@@ -81,7 +81,7 @@ func (dp *jointDP) constants(qs []float64) error {
 	// exp(−γ·2^j) by squaring a bracket of exp(−γ) with directed rounding:
 	// at 80 + 2·nbits bits the bracket's relative width stays below
 	// 2^−78 after nbits squarings, so the float64 rounding of its lower
-	// end is within (1±u)² of the value (as certified).
+	// end is within (1±u)² of the value (depth 2; TestCertified).
 	wp := uint(80 + 2*nbits)
 	bl, bh, err := expNegBounds(dp.gamma, wp)
 	if err != nil {
