@@ -38,6 +38,7 @@ type jointDP struct {
 	rhoDown    []xfloat // exp(−γ(τ_i − ⌊τ_i⌋))
 	betaPow    []xfloat // exp(−γ·2^j)
 	powTab     []xfloat // pow(n) for n < powTabSize, memoised
+	powHigh    []xfloat // pow(n·powTabSize) for n < powTabSize
 	inner      [][]xfloat
 	next       [][]xfloat // next[i], i = 2 … k+1
 	dN         []int64    // the largest depth of next[i]
@@ -127,6 +128,10 @@ func (dp *jointDP) constants(qs []float64) error {
 	for n := range dp.powTab {
 		dp.powTab[n] = dp.powBits(int64(n))
 	}
+	dp.powHigh = make([]xfloat, min(dp.n/powTabSize+1, powTabSize))
+	for n := range dp.powHigh {
+		dp.powHigh[n] = dp.powBits(int64(n) * powTabSize)
+	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.
 	dp.maxJump = 3*int64(nbits) + 2
@@ -153,16 +158,21 @@ func xmulOne(a, b xfloat) xfloat {
 	return xmul(a, b)
 }
 
-// powTabSize is the number of small powers pow memoises (most
+// powTabSize is the number of powers in each of pow's two tables (most
 // arguments are count differences between neighbouring groups).
-const powTabSize = 4096
+const powTabSize = 1 << 12
 
 // pow returns β^n = exp(−γ·n) for 0 ≤ n ≤ N: the product of the certified
-// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1), memoised for
-// small n (the same value and depth).
+// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1), from two tables
+// for n < 2²⁴: powTab[n mod 2¹²]·powHigh[n / 2¹²], each a product over
+// its bits, so the depth bound holds for the product too (3p₁ − 1 + 3p₂
+// − 1 + 1 = 3(p₁+p₂) − 1).
 func (dp *jointDP) pow(n int64) xfloat {
 	if n < int64(len(dp.powTab)) {
 		return dp.powTab[n]
+	}
+	if hi := n / powTabSize; hi < int64(len(dp.powHigh)) {
+		return xmulOne(dp.powTab[n%powTabSize], dp.powHigh[hi])
 	}
 	return dp.powBits(n)
 }
