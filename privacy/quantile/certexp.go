@@ -38,10 +38,10 @@ func expNegBounds(x *big.Rat, prec uint) (lo, hi *big.Float, err error) {
 		bl, bh := expNegOne(wp)
 		for k := n.Uint64(); k > 0; k >>= 1 {
 			if k&1 == 1 {
-				rl, rh = mulDown(rl, bl, wp), mulUp(rh, bh, wp)
+				rl, rh = down(wp).Mul(rl, bl), up(wp).Mul(rh, bh)
 			}
 			if k > 1 {
-				bl, bh = mulDown(bl, bl, wp), mulUp(bh, bh, wp)
+				bl, bh = down(wp).Mul(bl, bl), up(wp).Mul(bh, bh)
 			}
 		}
 	}
@@ -61,16 +61,16 @@ func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
 	eps := new(big.Float).SetMantExp(big.NewFloat(1), -int(wp))
 	for j := int64(1); ; j++ {
 		jf := newFloat(wp).SetInt64(j)
-		tl = quoDown(mulDown(tl, fl, wp), jf, wp)
-		th = quoUp(mulUp(th, fh, wp), jf, wp)
+		tl = down(wp).Quo(down(wp).Mul(tl, fl), jf)
+		th = up(wp).Quo(up(wp).Mul(th, fh), jf)
 		if th.Cmp(eps) < 0 {
 			// The true sum is within the next term of the partial sum.
-			return subDown(sl, th, wp), addUp(sh, th, wp)
+			return down(wp).Sub(sl, th), up(wp).Add(sh, th)
 		}
 		if j%2 == 1 {
-			sl, sh = subDown(sl, th, wp), subUp(sh, tl, wp)
+			sl, sh = down(wp).Sub(sl, th), up(wp).Sub(sh, tl)
 		} else {
-			sl, sh = addDown(sl, tl, wp), addUp(sh, th, wp)
+			sl, sh = down(wp).Add(sl, tl), up(wp).Add(sh, th)
 		}
 	}
 }
@@ -98,36 +98,8 @@ func expNegOne(wp uint) (lo, hi *big.Float) {
 // assignments only).
 func newFloat(wp uint) *big.Float { return new(big.Float).SetPrec(wp) }
 
-// mulDown and the helpers below return a∘b at precision wp rounded
-// towards −∞ (Down) or +∞ (Up).
-func mulDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Mul(a, b)
-}
+// down and up return a fresh float at precision wp rounding towards −∞
+// or +∞: down(wp).Mul(a, b) is a·b rounded down.
+func down(wp uint) *big.Float { return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf) }
 
-func mulUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Mul(a, b)
-}
-
-func quoDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Quo(a, b)
-}
-
-func quoUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Quo(a, b)
-}
-
-func addDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Add(a, b)
-}
-
-func addUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Add(a, b)
-}
-
-func subDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Sub(a, b)
-}
-
-func subUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Sub(a, b)
-}
+func up(wp uint) *big.Float { return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf) }

@@ -62,10 +62,10 @@ func (dp *jointDP) accept(s *rng.Stream, d *jointDraw, fn, fd *big.Int) (bool, e
 		if err != nil {
 			return nil, nil, err
 		}
-		rl, rh := quoDown(num, den, prec), quoUp(num, den, prec)
+		rl, rh := down(prec).Quo(num, den), up(prec).Quo(num, den)
 		rl.SetMantExp(rl, int(-d.shift0))
 		rh.SetMantExp(rh, int(-d.shift0))
-		lo, hi = mulDown(el, rl, prec), mulUp(eh, rh, prec)
+		lo, hi = down(prec).Mul(el, rl), up(prec).Mul(eh, rh)
 		if lo.Cmp(one) > 0 {
 			return nil, nil, fmt.Errorf("%w: acceptance probability above 1 (the bound M failed)", ErrSelect)
 		}

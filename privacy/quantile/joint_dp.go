@@ -92,7 +92,7 @@ func (dp *jointDP) constants(qs []float64) error {
 	dp.betaPow = make([]xfloat, nbits)
 	for j := range dp.betaPow {
 		if j > 0 {
-			lo, hi = mulDown(lo, lo, wp), mulUp(hi, hi, wp)
+			lo, hi = down(wp).Mul(lo, lo), up(wp).Mul(hi, hi)
 		}
 		dp.betaPow[j] = xfromBig(lo, 2)
 	}
@@ -122,7 +122,7 @@ func (dp *jointDP) constants(qs []float64) error {
 			return err
 		}
 		dp.rhoDown[i] = xfromBig(dl, 2)
-		dp.rhoUp[i] = xfromBig(quoDown(bl, dh, wp), 2)
+		dp.rhoUp[i] = xfromBig(down(wp).Quo(bl, dh), 2)
 	}
 	dp.powTab = make([]xfloat, min(dp.n+1, powTabSize))
 	for n := range dp.powTab {

@@ -111,6 +111,31 @@ type jointCase struct {
 	o      JointOptions
 }
 
+// draws returns the counts of n Selects of c from s over every tuple,
+// and π over the same tuples.
+func (c jointCase) draws(t *testing.T, s *rng.Stream, n int) (got []int, want []float64) {
+	t.Helper()
+	e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
+	ts := tuples(c.leaves, len(c.o.Ranks))
+	index := map[string]int{}
+	for i, tu := range ts {
+		index[fmt.Sprint(tu)] = i
+	}
+	got = make([]int, len(ts))
+	for range n {
+		j, err := e.Select(s, c.hist, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, ok := index[fmt.Sprint(j)]
+		if !ok {
+			t.Fatalf("Select returned %v, not a non-decreasing tuple of edges", j)
+		}
+		got[i]++
+	}
+	return got, normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
+}
+
 // jointCases are small histograms with repeated groups (several ranks in
 // one group: equal ranks, ranks 0 and 1, a wide empty run), k = 1, 2, 3.
 var jointCases = []jointCase{
@@ -137,31 +162,12 @@ func TestJointDistribution(t *testing.T) {
 	key[0] = 20
 	for ci, c := range jointCases {
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
-			e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
-			ts := tuples(c.leaves, len(c.o.Ranks))
-			index := map[string]int{}
-			for i, tu := range ts {
-				index[fmt.Sprint(tu)] = i
-			}
-			want := normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
-			s := rng.NewStream(key, fmt.Sprintf("joint-test/%d", ci))
-			got := make([]int, len(ts))
-			for range n {
-				j, err := e.Select(s, c.hist, c.o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				i, ok := index[fmt.Sprint(j)]
-				if !ok {
-					t.Fatalf("Select returned %v, not a non-decreasing tuple of edges", j)
-				}
-				got[i]++
-			}
+			got, want := c.draws(t, rng.NewStream(key, fmt.Sprintf("joint-test/%d", ci)), n)
 			chi, crit, cells := chiSquare(got, want, n)
 			if chi > crit {
 				t.Errorf("chi-square %.1f > %.1f over %d cells", chi, crit, cells)
 			}
-			t.Logf("chi-square %.1f (critical %.1f, %d cells, %d tuples)", chi, crit, cells, len(ts))
+			t.Logf("chi-square %.1f (critical %.1f, %d cells, %d tuples)", chi, crit, cells, len(want))
 		})
 	}
 }
@@ -286,23 +292,7 @@ func TestJointDistributionRefined(t *testing.T) {
 	coinStartPrec = 2
 	const n = 10_000
 	for _, ci := range []int{3, 6} {
-		c := jointCases[ci]
-		e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
-		ts := tuples(c.leaves, len(c.o.Ranks))
-		index := map[string]int{}
-		for i, tu := range ts {
-			index[fmt.Sprint(tu)] = i
-		}
-		want := normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
-		s := rng.NewStream(rng.Key{}, fmt.Sprintf("joint-refined/%d", ci))
-		got := make([]int, len(ts))
-		for range n {
-			j, err := e.Select(s, c.hist, c.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[index[fmt.Sprint(j)]]++
-		}
+		got, want := jointCases[ci].draws(t, rng.NewStream(rng.Key{}, fmt.Sprintf("joint-refined/%d", ci)), n)
 		if chi, crit, cells := chiSquare(got, want, n); chi > crit {
 			t.Errorf("case %d: chi-square %.1f > %.1f over %d cells", ci, chi, crit, cells)
 		}
