@@ -119,8 +119,11 @@ func (o JointOptions) Sensitivity() *big.Rat {
 func (e Joint) Edge(j int) float64 { return Exponential(e).Edge(j) }
 
 // maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)): exp(−γ·c) must stay
-// within big.Float's exponent range (int32) for the acceptance bounds;
-// 2²⁹·2·log₂(e) < 2³¹. γ·N is 6·10⁴ at the benchmark's S3.
+// within big.Float's exponent range (int32) for the acceptance bounds,
+// and so must xfloat's exponents; 2²⁹·2·log₂(e) < 2³¹. γ·N is 6·10⁴ at
+// the benchmark's S3. Unlike the other limits this one depends on the
+// data (N): Select refuses beyond it (an error, no release), which only a
+// group of more than 2²⁹/γ values reaches (2·10⁹ values at ε = 1, V = 1).
 const maxJointGammaN = 1 << 29
 
 // maxJointSlack bounds the acceptance bound's slack y (M = Σ'·(1 + 2y)):
@@ -128,10 +131,21 @@ const maxJointGammaN = 1 << 29
 // 1 − 2⁻⁹; not reached below N·k ≈ 10¹²).
 const maxJointSlack = 0x1p-10
 
+// MaxJointLeaves is the most leaves a joint selection takes (the quantile
+// tree's default is 16⁴ = 2¹⁶). It keeps the sampler's rounding depths
+// (at most about 190 per group along a message's recursion) within int32
+// and the acceptance bound's slack y below 4·10⁻⁶ for every histogram, so
+// the refusals on y (maxJointSlack) and on the depths cannot be reached
+// by any data: with this public limit they are internal checks only.
+const MaxJointLeaves = 1 << 22
+
 // check validates o for e.
 func (e Joint) check(o JointOptions) error {
 	if err := (Exponential(e)).check(SelectOptions{Rank: 0, Scale: o.Scale, Values: o.Values}); err != nil {
 		return err
+	}
+	if e.Leaves > MaxJointLeaves {
+		return fmt.Errorf("%w: %d leaves, at most %d for a joint selection", ErrSelect, e.Leaves, MaxJointLeaves)
 	}
 	k := len(o.Ranks)
 	if k < 1 || k > MaxJointRanks {

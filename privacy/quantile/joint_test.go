@@ -213,6 +213,13 @@ func TestJointReplay(t *testing.T) {
 			t.Errorf("%v %+v: error %v, want ErrSelect", bad.leaves, bad.o, err)
 		}
 	}
+	if _, err := (Joint{Leaves: MaxJointLeaves + 1, Upper: 1}).Select(s, leaves, o); !errors.Is(err, ErrSelect) {
+		t.Errorf("%d leaves: error %v, want ErrSelect", MaxJointLeaves+1, err)
+	}
+	// γ·N beyond 2²⁹: γ = 1/(2⁻¹⁰·4) = 256, N = 2²² values.
+	if _, err := e.Select(s, []LeafCount{{7, 1 << 22}}, JointOptions{Ranks: []float64{0.5}, Scale: 0x1p-10, Values: 1}); !errors.Is(err, ErrSelect) {
+		t.Errorf("γN = 2^30: error %v, want ErrSelect", err)
+	}
 }
 
 // TestJointRankError checks RankError's formula (ln C(L+k, k) +
