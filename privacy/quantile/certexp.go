@@ -18,8 +18,8 @@ const maxExpArg = 1 << 40
 // rational x ≥ 0, by directed rounding (certified, not estimated): x = n +
 // f with n = ⌊x⌋ and f ∈ [0, 1); exp(−f) by its alternating Taylor
 // series, whose remainder after any term is at most the next term (the
-// terms f^j/j! do not increase for f ≤ 1), evaluated on intervals with
-// every operation rounded outwards; exp(−1)^n by squaring on intervals
+// terms f^j/j! do not increase for f ≤ 1), evaluated in fixed point with
+// every operation rounded outwards (expNegFrac); exp(−1)^n by squaring on intervals
 // (positive numbers: lower ends rounded down, upper ends up). The working
 // precision prec + 2·bitlen(n) + 64 absorbs the growth of the interval
 // under the ≤ 2·bitlen(n) products, so hi − lo shrinks as 2^−prec·hi.
@@ -45,34 +45,60 @@ func expNegBounds(x *big.Rat, prec uint) (lo, hi *big.Float, err error) {
 			}
 		}
 	}
-	lo = new(big.Float).SetMode(big.ToNegativeInf).SetPrec(prec).Set(rl)
-	hi = new(big.Float).SetMode(big.ToPositiveInf).SetPrec(prec).Set(rh)
-	return lo, hi, nil
+	return down(prec).Set(rl), up(prec).Set(rh), nil
 }
 
-// expNegFrac returns lo ≤ exp(−f) ≤ hi at precision wp for a rational f ∈
-// [0, 1]: partial sums of Σ (−f)^j/j! on intervals, stopped when the next
-// term is below 2^−wp, widened by that term (the alternating remainder).
+// expNegFrac returns lo ≤ exp(−f) ≤ hi for a rational f ∈ [0, 1], to
+// about 2^−wp (relative): expNegSeries on f/2^s, squared s times.
 func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
-	fl := new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).SetRat(f)
-	fh := new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).SetRat(f)
-	tl, th := newFloat(wp).SetInt64(1), newFloat(wp).SetInt64(1) // the term f^j/j!
-	sl, sh := newFloat(wp).SetInt64(1), newFloat(wp).SetInt64(1) // the partial sum
-	eps := new(big.Float).SetMantExp(big.NewFloat(1), -int(wp))
+	// exp(−f) = exp(−f/2^s)^(2^s): the series of f/2^s ≤ 2⁻¹² needs a
+	// quarter of the terms, and the s squarings (rounded outwards) widen
+	// the bracket by a factor of about 2^s, which s + 8 more bits absorb.
+	const s = 12
+	wq := wp + s + 8
+	lo, hi = expNegSeries(new(big.Rat).SetFrac(f.Num(), new(big.Int).Lsh(f.Denom(), s)), wq)
+	for range s {
+		lo, hi = down(wq).Mul(lo, lo), up(wq).Mul(hi, hi)
+	}
+	return lo, hi
+}
+
+// expNegSeries returns lo ≤ exp(−f) ≤ hi for f ∈ [0, 1] to about 2^−wp:
+// partial sums of Σ (−f)^j/j! in fixed point (integers over 2^wp), every
+// term bracketed by rounding its products and quotients down (tl) and up
+// (th), stopped when the upper term is at most one unit and widened by it
+// (the alternating remainder is at most the next term).
+func expNegSeries(f *big.Rat, wp uint) (lo, hi *big.Float) {
+	one := new(big.Int).Lsh(big.NewInt(1), wp)
+	fl, rem := new(big.Int).QuoRem(new(big.Int).Lsh(f.Num(), wp), f.Denom(), new(big.Int)) // ⌊f·2^wp⌋
+	fh := new(big.Int).Set(fl)
+	if rem.Sign() != 0 {
+		fh.Add(fh, big.NewInt(1))
+	}
+	mask := new(big.Int).Sub(one, big.NewInt(1))
+	tl, th := new(big.Int).Set(one), new(big.Int).Set(one) // the term f^j/j!, over 2^wp
+	sl, sh := new(big.Int).Set(one), new(big.Int).Set(one) // the partial sum
 	for j := int64(1); ; j++ {
-		jf := newFloat(wp).SetInt64(j)
-		tl = down(wp).Quo(down(wp).Mul(tl, fl), jf)
-		th = up(wp).Quo(up(wp).Mul(th, fh), jf)
-		if th.Cmp(eps) < 0 {
-			// The true sum is within the next term of the partial sum.
-			return down(wp).Sub(sl, th), up(wp).Add(sh, th)
+		jb := big.NewInt(j)
+		tl.Mul(tl, fl).Rsh(tl, wp).Quo(tl, jb)
+		th.Mul(th, fh).Add(th, mask).Rsh(th, wp) // ⌈th·fh/2^wp⌉
+		th.Add(th, big.NewInt(j-1)).Quo(th, jb)  // ⌈th/j⌉
+		if th.Cmp(big.NewInt(1)) <= 0 {
+			sl.Sub(sl, th)
+			sh.Add(sh, th)
+			break
 		}
 		if j%2 == 1 {
-			sl, sh = down(wp).Sub(sl, th), up(wp).Sub(sh, tl)
+			sl.Sub(sl, th)
+			sh.Sub(sh, tl)
 		} else {
-			sl, sh = down(wp).Add(sl, tl), up(wp).Add(sh, th)
+			sl.Add(sl, tl)
+			sh.Add(sh, th)
 		}
 	}
+	lo = new(big.Float).SetInt(sl)
+	hi = new(big.Float).SetInt(sh)
+	return lo.SetMantExp(lo, -int(wp)), hi.SetMantExp(hi, -int(wp))
 }
 
 // expOneCachePrec is the precision of the cached bracket of exp(−1)
@@ -91,12 +117,8 @@ func expNegOne(wp uint) (lo, hi *big.Float) {
 		return expNegFrac(big.NewRat(1, 1), wp)
 	}
 	l, h := expOneCache()
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Set(l), new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Set(h)
+	return down(wp).Set(l), up(wp).Set(h)
 }
-
-// newFloat returns 0 at precision wp, rounding to nearest (exact
-// assignments only).
-func newFloat(wp uint) *big.Float { return new(big.Float).SetPrec(wp) }
 
 // down and up return a fresh float at precision wp rounding towards −∞
 // or +∞: down(wp).Mul(a, b) is a·b rounded down.

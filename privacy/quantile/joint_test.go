@@ -146,6 +146,7 @@ var jointCases = []jointCase{
 	{4, nil, JointOptions{Ranks: []float64{0.1, 0.2}, Scale: 1, Values: 1}}, // no values: uniform over tuples
 	{7, []LeafCount{{3, 6}}, JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 0.125, Values: 1, Replace: true}},
 	{12, []LeafCount{{0, 1}, {1, 2}, {5, 3}, {6, 1}, {11, 2}}, JointOptions{Ranks: []float64{0.2, 0.6}, Scale: 0.25, Values: 1}},
+	{1, []LeafCount{{0, 3}}, JointOptions{Ranks: []float64{0.5, 0.5}, Scale: 1, Values: 1}}, // one leaf, two edges
 }
 
 // TestJointDistribution compares n = 3·10⁴ draws of Select (keyed stream,
