@@ -7,50 +7,80 @@ import (
 )
 
 // errExpRange is returned for an exponent beyond expNegBounds's range.
-var errExpRange = errors.New("quantile: exp(−x) argument beyond 2^40")
+var errExpRange = errors.New("quantile: exp(−x) argument beyond 2^62")
 
 // maxExpArg is the largest integer part of x that expNegBounds takes:
-// exp(−2⁴⁰) is 2^(−1.6·10¹²), beyond big.Float's exponent range (int32);
-// the joint sampler never asks for more than 2³⁰ (its limit on γ·N).
-const maxExpArg = 1 << 40
+// its binary exponent, about −1.44·x, must fit an int64 (the joint
+// sampler asks for at most γ·2N < 2⁶¹).
+const maxExpArg = 1 << 62
 
-// expNegBounds returns lo ≤ exp(−x) ≤ hi, both at precision prec, for a
-// rational x ≥ 0, by directed rounding (certified, not estimated): x = n +
-// f with n = ⌊x⌋ and f ∈ [0, 1); exp(−f) by its alternating Taylor
-// series, whose remainder after any term is at most the next term (the
-// terms f^j/j! do not increase for f ≤ 1), evaluated in fixed point with
-// every operation rounded outwards (expNegFrac); exp(−1)^n by squaring on intervals
-// (positive numbers: lower ends rounded down, upper ends up). The working
-// precision prec + 2·bitlen(n) + 64 absorbs the growth of the interval
-// under the ≤ 2·bitlen(n) products, so hi − lo shrinks as 2^−prec·hi.
-func expNegBounds(x *big.Rat, prec uint) (lo, hi *big.Float, err error) {
+// bracket is a certified interval [lo·2^exp, hi·2^exp] of a positive
+// number, lo ≤ hi, kept with hi's mantissa in [1/2, 1) so that the
+// exponent (int64) carries the magnitude: exp(−γ·c) reaches 2^(−10¹⁸),
+// beyond big.Float's int32 exponents.
+type bracket struct {
+	lo, hi *big.Float
+	exp    int64
+}
+
+// normal returns [lo, hi]·2^exp with hi's exponent moved into exp
+// (exact).
+func normal(lo, hi *big.Float, exp int64) bracket {
+	e := hi.MantExp(nil)
+	lo.SetMantExp(lo, -e)
+	hi.SetMantExp(hi, -e)
+	return bracket{lo: lo, hi: hi, exp: exp + int64(e)}
+}
+
+// mul returns a bracket of the product at precision wp (rounded
+// outwards).
+func (b bracket) mul(c bracket, wp uint) bracket {
+	return normal(down(wp).Mul(b.lo, c.lo), up(wp).Mul(b.hi, c.hi), b.exp+c.exp)
+}
+
+// quo returns a bracket of b/c at precision wp (rounded outwards).
+func (b bracket) quo(c bracket, wp uint) bracket {
+	return normal(down(wp).Quo(b.lo, c.hi), up(wp).Quo(b.hi, c.lo), b.exp-c.exp)
+}
+
+// expNegBounds returns a bracket of exp(−x) at precision prec (hi − lo ≤
+// about 2^−prec·hi) for a rational x ≥ 0, by directed rounding
+// (certified, not estimated): x = n + f with n = ⌊x⌋ and f ∈ [0, 1);
+// exp(−f) by its alternating Taylor series, whose remainder after any
+// term is at most the next term (the terms f^j/j! do not increase for f
+// ≤ 1), evaluated in fixed point with every operation rounded outwards
+// (expNegFrac); exp(−1)^n by squaring brackets (positive numbers: lower
+// ends rounded down, upper ends up). The working precision prec +
+// 2·bitlen(n) + 64 absorbs the growth of the interval under the ≤
+// 2·bitlen(n) products.
+func expNegBounds(x *big.Rat, prec uint) (bracket, error) {
 	if x.Sign() < 0 {
-		return nil, nil, errors.New("quantile: exp(−x) of a negative x")
+		return bracket{}, errors.New("quantile: exp(−x) of a negative x")
 	}
 	n := new(big.Int).Quo(x.Num(), x.Denom())
 	if n.Cmp(big.NewInt(maxExpArg)) > 0 {
-		return nil, nil, errExpRange
+		return bracket{}, errExpRange
 	}
 	f := new(big.Rat).Sub(x, new(big.Rat).SetInt(n))
 	wp := prec + 2*uint(n.BitLen()) + 64
-	rl, rh := expNegFrac(f, wp)
+	r := normal(expNegFrac(f, wp))
 	if n.Sign() > 0 {
-		bl, bh := expNegOne(wp)
+		b := expNegOne(wp)
 		for k := n.Uint64(); k > 0; k >>= 1 {
 			if k&1 == 1 {
-				rl, rh = down(wp).Mul(rl, bl), up(wp).Mul(rh, bh)
+				r = r.mul(b, wp)
 			}
 			if k > 1 {
-				bl, bh = down(wp).Mul(bl, bl), up(wp).Mul(bh, bh)
+				b = b.mul(b, wp)
 			}
 		}
 	}
-	return down(prec).Set(rl), up(prec).Set(rh), nil
+	return bracket{lo: down(prec).Set(r.lo), hi: up(prec).Set(r.hi), exp: r.exp}, nil
 }
 
 // expNegFrac returns lo ≤ exp(−f) ≤ hi for a rational f ∈ [0, 1], to
 // about 2^−wp (relative): expNegSeries on f/2^s, squared s times.
-func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
+func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float, exp int64) {
 	// exp(−f) = exp(−f/2^s)^(2^s): the series of f/2^s ≤ 2⁻¹² needs a
 	// quarter of the terms, and the s squarings (rounded outwards) widen
 	// the bracket by a factor of about 2^s, which s + 8 more bits absorb.
@@ -60,7 +90,7 @@ func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
 	for range s {
 		lo, hi = down(wq).Mul(lo, lo), up(wq).Mul(hi, hi)
 	}
-	return lo, hi
+	return lo, hi, 0
 }
 
 // expNegSeries returns lo ≤ exp(−f) ≤ hi for f ∈ [0, 1] to about 2^−wp:
@@ -106,18 +136,18 @@ func expNegSeries(f *big.Rat, wp uint) (lo, hi *big.Float) {
 const expOneCachePrec = 1024
 
 // expOneCache holds exp(−1)'s bracket at expOneCachePrec bits.
-var expOneCache = sync.OnceValues(func() (*big.Float, *big.Float) {
-	return expNegFrac(big.NewRat(1, 1), expOneCachePrec)
+var expOneCache = sync.OnceValue(func() bracket {
+	return normal(expNegFrac(big.NewRat(1, 1), expOneCachePrec))
 })
 
-// expNegOne returns lo ≤ exp(−1) ≤ hi at precision wp: the cached
-// bracket rounded outwards when wp is below its precision, else computed.
-func expNegOne(wp uint) (lo, hi *big.Float) {
+// expNegOne returns a bracket of exp(−1) at precision wp: the cached one
+// rounded outwards when wp is below its precision, else computed.
+func expNegOne(wp uint) bracket {
 	if wp > expOneCachePrec-8 {
-		return expNegFrac(big.NewRat(1, 1), wp)
+		return normal(expNegFrac(big.NewRat(1, 1), wp))
 	}
-	l, h := expOneCache()
-	return down(wp).Set(l), up(wp).Set(h)
+	c := expOneCache()
+	return bracket{lo: down(wp).Set(c.lo), hi: up(wp).Set(c.hi), exp: c.exp}
 }
 
 // down and up return a fresh float at precision wp rounding towards −∞

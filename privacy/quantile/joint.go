@@ -118,13 +118,14 @@ func (o JointOptions) Sensitivity() *big.Rat {
 // Edge returns e_j (as Exponential.Edge).
 func (e Joint) Edge(j int) float64 { return Exponential(e).Edge(j) }
 
-// maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)): exp(−γ·c) must stay
-// within big.Float's exponent range (int32) for the acceptance bounds,
-// and so must xfloat's exponents; 2²⁹·2·log₂(e) < 2³¹. γ·N is 6·10⁴ at
-// the benchmark's S3. Unlike the other limits this one depends on the
-// data (N): Select refuses beyond it (an error, no release), which only a
-// group of more than 2²⁹/γ values reaches (2·10⁹ values at ε = 1, V = 1).
-const maxJointGammaN = 1 << 29
+// maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)) and N: the binary
+// exponents of exp(−γ·c), about −1.44·γ·c, must fit xfloat's and the
+// brackets' int64, and counts like C_h + τ_i an int64. γ·N is 6·10⁴ at the
+// benchmark's S3. Unlike the other limits these depend on the data (N):
+// Select refuses beyond them (an error, no release), which only a group
+// of more than 2⁶⁰/γ (and 2⁶¹) values reaches: 2³² values at γ = 2²⁸ (ε =
+// 2³⁰, V = 1), 2⁶² at ε = 1.
+const maxJointGammaN = 1 << 60
 
 // maxJointSlack bounds the acceptance bound's slack y (M = Σ'·(1 + 2y)):
 // beyond it the sampler refuses (its acceptance rate would fall below
@@ -195,8 +196,8 @@ func (e Joint) prepare(leaves []LeafCount, o JointOptions) (*jointDP, error) {
 	}
 	gamma := o.gamma()
 	n := sc.prefix[len(sc.prefix)-1]
-	if new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
-		return nil, fmt.Errorf("%w: γ·N beyond 2^29 (%d values at scale %g): too large for the exact sampler", ErrSelect, n, o.Scale)
+	if n > 2*maxJointGammaN || new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
+		return nil, fmt.Errorf("%w: γ·N beyond 2^60 or N beyond 2^61 (scale %g): too large for the exact sampler", ErrSelect, o.Scale)
 	}
 	dp, err := newJointDP(sc, e.Leaves, len(o.Ranks), o.Ranks, gamma)
 	if err != nil {

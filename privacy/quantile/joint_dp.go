@@ -84,17 +84,17 @@ func (dp *jointDP) constants(qs []float64) error {
 	// 2^−78 after nbits squarings, so the float64 rounding of its lower
 	// end is within (1±u)² of the value (depth 2; TestCertified).
 	wp := uint(80 + 2*nbits)
-	bl, bh, err := expNegBounds(dp.gamma, wp)
+	b, err := expNegBounds(dp.gamma, wp)
 	if err != nil {
 		return err
 	}
-	lo, hi := bl, bh
+	bj := b
 	dp.betaPow = make([]xfloat, nbits)
 	for j := range dp.betaPow {
 		if j > 0 {
-			lo, hi = down(wp).Mul(lo, lo), up(wp).Mul(hi, hi)
+			bj = bj.mul(bj, wp)
 		}
-		dp.betaPow[j] = xfromBig(lo, 2)
+		dp.betaPow[j] = xfromBig(bj.lo, bj.exp, 2)
 	}
 	nb := new(big.Rat).SetInt64(dp.n)
 	for i := 1; i <= k+1; i++ {
@@ -117,20 +117,13 @@ func (dp *jointDP) constants(qs []float64) error {
 		dp.tauUp[i]++
 		// ρ_down = exp(−γf) certified; ρ_up = exp(−γ(1−f)) = exp(−γ)/ρ_down
 		// on the brackets (both relative widths below 2^−79).
-		dl, dh, err := expNegBounds(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i]), wp)
+		d, err := expNegBounds(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i]), wp)
 		if err != nil {
 			return err
 		}
-		dp.rhoDown[i] = xfromBig(dl, 2)
-		dp.rhoUp[i] = xfromBig(down(wp).Quo(bl, dh), 2)
-	}
-	dp.powTab = make([]xfloat, min(dp.n+1, powTabSize))
-	for n := range dp.powTab {
-		dp.powTab[n] = dp.powBits(int64(n))
-	}
-	dp.powHigh = make([]xfloat, min(dp.n/powTabSize+1, powTabSize))
-	for n := range dp.powHigh {
-		dp.powHigh[n] = dp.powBits(int64(n) * powTabSize)
+		dp.rhoDown[i] = xfromBig(d.lo, d.exp, 2)
+		u := b.quo(d, wp)
+		dp.rhoUp[i] = xfromBig(u.lo, u.exp, 2)
 	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.

@@ -147,6 +147,8 @@ var jointCases = []jointCase{
 	{7, []LeafCount{{3, 6}}, JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 0.125, Values: 1, Replace: true}},
 	{12, []LeafCount{{0, 1}, {1, 2}, {5, 3}, {6, 1}, {11, 2}}, JointOptions{Ranks: []float64{0.2, 0.6}, Scale: 0.25, Values: 1}},
 	{1, []LeafCount{{0, 3}}, JointOptions{Ranks: []float64{0.5, 0.5}, Scale: 1, Values: 1}}, // one leaf, two edges
+	// γ = 1, N = 4097: weights down to e^−8000, below float64's range.
+	{6, []LeafCount{{1, 2000}, {3, 2001}, {4, 96}}, JointOptions{Ranks: []float64{0.49, 0.5}, Scale: 0.25, Values: 1}},
 }
 
 // TestJointDistribution compares n = 3·10⁴ draws of Select (keyed stream,
@@ -217,9 +219,20 @@ func TestJointReplay(t *testing.T) {
 	if _, err := (Joint{Leaves: MaxJointLeaves + 1, Upper: 1}).Select(s, leaves, o); !errors.Is(err, ErrSelect) {
 		t.Errorf("%d leaves: error %v, want ErrSelect", MaxJointLeaves+1, err)
 	}
-	// γ·N beyond 2²⁹: γ = 1/(2⁻¹⁰·4) = 256, N = 2²² values.
-	if _, err := e.Select(s, []LeafCount{{7, 1 << 22}}, JointOptions{Ranks: []float64{0.5}, Scale: 0x1p-10, Values: 1}); !errors.Is(err, ErrSelect) {
-		t.Errorf("γN = 2^30: error %v, want ErrSelect", err)
+	// γ·N = 2⁴⁰ (γ = 1/(2⁻¹⁰·4) = 256, N = 2³²): weights down to
+	// 2^(−3·10¹²), beyond float64 and big.Float, are sampled, and only the
+	// two tuple shapes of the least loss 0.6·N have any chance (a loss
+	// one more has e^−256 the weight): (group 0, group 1) or (group 1,
+	// group 2) with groups [0, 7], [8, 9], [10, L]. γ·N = 2⁶¹ is refused.
+	huge := JointOptions{Ranks: []float64{0.3, 0.7}, Scale: 0x1p-10, Values: 1}
+	for range 20 {
+		j, err := e.Select(s, []LeafCount{{7, 1 << 31}, {9, 1 << 31}}, huge)
+		if err != nil || !(j[0] <= 7 && j[1] >= 8 && j[1] <= 9 || j[0] >= 8 && j[0] <= 9 && j[1] >= 10) {
+			t.Fatalf("γN = 2^40: %v, %v; want a tuple of the least loss", j, err)
+		}
+	}
+	if _, err := e.Select(s, []LeafCount{{7, 1 << 53}}, huge); !errors.Is(err, ErrSelect) {
+		t.Errorf("γN = 2^61: error %v, want ErrSelect", err)
 	}
 }
 

@@ -29,11 +29,11 @@ func TestXfloatDepth(t *testing.T) {
 	for trial := range 2000 {
 		spread := []int{2000, 70}[trial%2]
 		x := xfromFloat(0.5+r.Float64()/2, 0)
-		x.e = int32(r.IntN(2*spread) - spread)
+		x.e = int64(r.IntN(2*spread) - spread)
 		exact := xbig(x)
 		for range 1 + r.IntN(40) {
 			y := xfromFloat(0.5+r.Float64()/2, 0)
-			y.e = int32(r.IntN(2*spread) - spread)
+			y.e = int64(r.IntN(2*spread) - spread)
 			if r.IntN(2) == 0 {
 				x = xmul(x, y)
 				exact = new(big.Float).SetPrec(exactBits).Mul(exact, xbig(y))
@@ -58,7 +58,7 @@ func TestXceilScaled(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for range 5000 {
 		x := xfromFloat(0.5+r.Float64()/2, 0)
-		x.e = int32(r.IntN(200) - 100)
+		x.e = int64(r.IntN(200) - 100)
 		shift := int64(62 - int(x.e) - r.IntN(120))
 		got := xceilScaled(x, shift)
 		v := new(big.Float).SetPrec(0).SetMantExp(xbig(x), int(shift))
