@@ -124,18 +124,19 @@ func (e Joint) Edge(j int) float64 { return Exponential(e).Edge(j) }
 // benchmark's S3. Unlike the other limits these depend on the data (N):
 // Select refuses beyond them (an error, no release), which only a group
 // of more than 2⁶⁰/γ (and 2⁶¹) values reaches: 2³² values at γ = 2²⁸ (ε =
-// 2³⁰, V = 1), 2⁶² at ε = 1.
+// 2³⁰, V = 1), 2⁶¹ at ε = 1.
 const maxJointGammaN = 1 << 60
 
 // maxJointSlack bounds the acceptance bound's slack y (M = Σ'·(1 + 2y)):
 // beyond it the sampler refuses (its acceptance rate would fall below
-// 1 − 2⁻⁹; not reached below N·k ≈ 10¹²).
+// 1 − 2⁻⁹); MaxJointLeaves makes that unreachable.
 const maxJointSlack = 0x1p-10
 
 // MaxJointLeaves is the most leaves a joint selection takes (the quantile
 // tree's default is 16⁴ = 2¹⁶). It keeps the sampler's rounding depths
-// (at most about 190 per group along a message's recursion) within int32
-// and the acceptance bound's slack y below 4·10⁻⁶ for every histogram, so
+// (at most 190 per group along a message's recursion: a power of depth
+// ≤ 3·62 − 1, a product and a sum; 8·10⁸ in all) within int32 and the
+// acceptance bound's slack y below 10⁻⁴ for every histogram, so
 // the refusals on y (maxJointSlack) and on the depths cannot be reached
 // by any data: with this public limit they are internal checks only.
 const MaxJointLeaves = 1 << 22
