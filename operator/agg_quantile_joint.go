@@ -29,19 +29,11 @@ import (
 // Group.Leaves): mergeable, exact in stage 2 of scale-out. The draw comes
 // from the release's keyed stream, so a replay selects the same edges.
 type quantileJointAgg struct {
-	aggBase
+	leafSelectBase
 	// groups, values and total are bounds.max_groups, bounds.max_values
 	// and bounds.max_contributions (0 at event level, where every bound
 	// is 1, and when unset).
 	groups, values, total int
-}
-
-func (quantileJointAgg) name() string      { return AggQuantiles }
-func (quantileJointAgg) kind() schema.Kind { return schema.KindQuantiles }
-func (quantileJointAgg) valued() bool      { return true }
-
-func (quantileJointAgg) enable(w *windows.Config, c Config, n int) {
-	quantilesAgg{}.enable(w, c, n) // the same leaf histogram
 }
 
 // jointSeries names the joint selections' part in notes, logs and
@@ -55,14 +47,8 @@ const jointSeries = "joint_selection"
 // PLD accountant composes randomized response per selection over the L0
 // = G (2G) selections, as for the exponential mechanism.
 func (a quantileJointAgg) parts(sens windows.Sensitivities) []partSpec {
-	k := sens.Units.L0
-	spec := partSpec{series: jointSeries, integer: true, selection: true,
-		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}
-	if l1, ok := a.jointTotal(); ok {
-		spec.sens.L1, spec.sens.L2, spec.sens.Total = l1, math.Sqrt(l1), true
-		spec.pureL0 = l1
-	}
-	return []partSpec{spec}
+	l1, ok := a.jointTotal()
+	return selectionParts(jointSeries, sens.Units.L0, l1, ok)
 }
 
 // complete plans the joint selection: the ranks (sorted for the
@@ -73,17 +59,11 @@ func (a quantileJointAgg) parts(sens windows.Sensitivities) []partSpec {
 // level 1 − β: one draw covers every rank, so no split of β over the
 // ranks; every rank states the same bound.
 func (quantileJointAgg) complete(ap *aggPlan, c Config, beta float64) error {
-	if len(ap.noises) != 1 {
-		return fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
+	leaves, err := completeSelection(ap, c)
+	if err != nil {
+		return err
 	}
-	b, d := c.Windows.quantileTree()
-	leaves := windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves()
 	ap.joint = quantile.Joint{Leaves: leaves, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
-	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
-	if c.Schema.UnitField == "" {
-		ap.selValues, ap.selReplace = 1, false
-	}
-	ap.ranks = slices.Clone(c.Windows.quantileRanks())
 	ap.jointOrder = make([]int, len(ap.ranks))
 	for i := range ap.jointOrder {
 		ap.jointOrder[i] = i
@@ -130,11 +110,7 @@ func (quantileJointAgg) note(ap *aggPlan) string {
 // the rank_error series states the bound for every rank (see complete).
 func (quantileJointAgg) release(_ *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	n := &ap.noises[0]
-	leaves := make([]quantile.LeafCount, len(g.Leaves))
-	for i, l := range g.Leaves {
-		leaves[i] = quantile.LeafCount{Leaf: l.Leaf, Count: l.Count}
-	}
-	edges, err := ap.joint.Select(s, leaves, ap.jointOptions())
+	edges, err := ap.joint.Select(s, leafCounts(g), ap.jointOptions())
 	if err != nil {
 		return nil, fmt.Errorf("operator: quantiles: %w", err)
 	}

@@ -132,13 +132,7 @@ func TestJointPrivacyExactTotal(t *testing.T) {
 		ranks := rankSets[r.IntN(len(rankSets))]
 		o := JointOptions{Ranks: ranks, Scale: scales[r.IntN(len(scales))], Values: int64(vm), Replace: replace}
 		top := []int{4, 50}[r.IntN(2)]
-		bases := make([][]int64, 2*g)
-		for i := range bases {
-			bases[i] = make([]int64, leaves)
-			for l := range bases[i] {
-				bases[i][l] = int64(r.IntN(top))
-			}
-		}
+		bases := randomBases(r, 2*g, leaves, top)
 		l := jointWindowLoss(bases, tb, g, o)
 		bound := jointLossBound(g, tb, vm) / o.Scale
 		worst = math.Max(worst, l/bound)
@@ -169,6 +163,19 @@ func TestJointPrivacyExactTotal(t *testing.T) {
 	if tight <= 1 {
 		t.Errorf("at a 10%% larger ε no window exceeds the bound (largest %.4f of it): the test cannot tell a loose calibration", tight)
 	}
+}
+
+// randomBases returns n random histograms over leaves, each count
+// uniform in [0, top).
+func randomBases(r *rand.Rand, n, leaves, top int) [][]int64 {
+	bases := make([][]int64, n)
+	for i := range bases {
+		bases[i] = make([]int64, leaves)
+		for l := range bases[i] {
+			bases[i][l] = int64(r.IntN(top))
+		}
+	}
+	return bases
 }
 
 // jointWindowLoss is the largest log ratio, either direction, of the
