@@ -7,72 +7,128 @@ import (
 )
 
 // errExpRange is returned for an exponent beyond expNegBounds's range.
-var errExpRange = errors.New("quantile: exp(−x) argument beyond 2^40")
+var errExpRange = errors.New("quantile: exp(−x) argument beyond 2^62")
 
 // maxExpArg is the largest integer part of x that expNegBounds takes:
-// exp(−2⁴⁰) is 2^(−1.6·10¹²), beyond big.Float's exponent range (int32);
-// the joint sampler never asks for more than 2³⁰ (its limit on γ·N).
-const maxExpArg = 1 << 40
+// its binary exponent, about −1.44·x, must fit an int64 (the joint
+// sampler asks for at most γ·2N < 2⁶¹).
+const maxExpArg = 1 << 62
 
-// expNegBounds returns lo ≤ exp(−x) ≤ hi, both at precision prec, for a
-// rational x ≥ 0, by directed rounding (certified, not estimated): x = n +
-// f with n = ⌊x⌋ and f ∈ [0, 1); exp(−f) by its alternating Taylor
-// series, whose remainder after any term is at most the next term (the
-// terms f^j/j! do not increase for f ≤ 1), evaluated on intervals with
-// every operation rounded outwards; exp(−1)^n by squaring on intervals
-// (positive numbers: lower ends rounded down, upper ends up). The working
-// precision prec + 2·bitlen(n) + 64 absorbs the growth of the interval
-// under the ≤ 2·bitlen(n) products, so hi − lo shrinks as 2^−prec·hi.
-func expNegBounds(x *big.Rat, prec uint) (lo, hi *big.Float, err error) {
+// bracket is a certified interval [lo·2^exp, hi·2^exp] of a positive
+// number, lo ≤ hi, kept with hi's mantissa in [1/2, 1) so that the
+// exponent (int64) carries the magnitude: exp(−γ·c) reaches 2^(−10¹⁸),
+// beyond big.Float's int32 exponents.
+type bracket struct {
+	lo, hi *big.Float
+	exp    int64
+}
+
+// normal returns [lo, hi]·2^exp with hi's exponent moved into exp
+// (exact).
+func normal(lo, hi *big.Float, exp int64) bracket {
+	e := hi.MantExp(nil)
+	lo.SetMantExp(lo, -e)
+	hi.SetMantExp(hi, -e)
+	return bracket{lo: lo, hi: hi, exp: exp + int64(e)}
+}
+
+// mul returns a bracket of the product at precision wp (rounded
+// outwards).
+func (b bracket) mul(c bracket, wp uint) bracket {
+	return normal(down(wp).Mul(b.lo, c.lo), up(wp).Mul(b.hi, c.hi), b.exp+c.exp)
+}
+
+// quo returns a bracket of b/c at precision wp (rounded outwards).
+func (b bracket) quo(c bracket, wp uint) bracket {
+	return normal(down(wp).Quo(b.lo, c.hi), up(wp).Quo(b.hi, c.lo), b.exp-c.exp)
+}
+
+// expNegBounds returns a bracket of exp(−x) at precision prec (hi − lo ≤
+// about 2^−prec·hi) for a rational x ≥ 0, by directed rounding
+// (certified, not estimated): x = n + f with n = ⌊x⌋ and f ∈ [0, 1);
+// exp(−f) by its alternating Taylor series, whose remainder after any
+// term is at most the next term (the terms f^j/j! do not increase for f
+// ≤ 1), evaluated in fixed point with every operation rounded outwards
+// (expNegFrac); exp(−1)^n by squaring brackets (positive numbers: lower
+// ends rounded down, upper ends up). The working precision prec +
+// 2·bitlen(n) + 64 absorbs the growth of the interval under the ≤
+// 2·bitlen(n) products.
+func expNegBounds(x *big.Rat, prec uint) (bracket, error) {
 	if x.Sign() < 0 {
-		return nil, nil, errors.New("quantile: exp(−x) of a negative x")
+		return bracket{}, errors.New("quantile: exp(−x) of a negative x")
 	}
 	n := new(big.Int).Quo(x.Num(), x.Denom())
 	if n.Cmp(big.NewInt(maxExpArg)) > 0 {
-		return nil, nil, errExpRange
+		return bracket{}, errExpRange
 	}
 	f := new(big.Rat).Sub(x, new(big.Rat).SetInt(n))
 	wp := prec + 2*uint(n.BitLen()) + 64
-	rl, rh := expNegFrac(f, wp)
+	r := normal(expNegFrac(f, wp))
 	if n.Sign() > 0 {
-		bl, bh := expNegOne(wp)
+		b := expNegOne(wp)
 		for k := n.Uint64(); k > 0; k >>= 1 {
 			if k&1 == 1 {
-				rl, rh = mulDown(rl, bl, wp), mulUp(rh, bh, wp)
+				r = r.mul(b, wp)
 			}
 			if k > 1 {
-				bl, bh = mulDown(bl, bl, wp), mulUp(bh, bh, wp)
+				b = b.mul(b, wp)
 			}
 		}
 	}
-	lo = new(big.Float).SetMode(big.ToNegativeInf).SetPrec(prec).Set(rl)
-	hi = new(big.Float).SetMode(big.ToPositiveInf).SetPrec(prec).Set(rh)
-	return lo, hi, nil
+	return bracket{lo: down(prec).Set(r.lo), hi: up(prec).Set(r.hi), exp: r.exp}, nil
 }
 
-// expNegFrac returns lo ≤ exp(−f) ≤ hi at precision wp for a rational f ∈
-// [0, 1]: partial sums of Σ (−f)^j/j! on intervals, stopped when the next
-// term is below 2^−wp, widened by that term (the alternating remainder).
-func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
-	fl := new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).SetRat(f)
-	fh := new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).SetRat(f)
-	tl, th := newFloat(wp).SetInt64(1), newFloat(wp).SetInt64(1) // the term f^j/j!
-	sl, sh := newFloat(wp).SetInt64(1), newFloat(wp).SetInt64(1) // the partial sum
-	eps := new(big.Float).SetMantExp(big.NewFloat(1), -int(wp))
+// expNegFrac returns lo ≤ exp(−f) ≤ hi for a rational f ∈ [0, 1], to
+// about 2^−wp (relative): expNegSeries on f/2^s, squared s times.
+func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float, exp int64) {
+	// exp(−f) = exp(−f/2^s)^(2^s): the series of f/2^s ≤ 2⁻¹² needs a
+	// quarter of the terms, and the s squarings (rounded outwards) widen
+	// the bracket by a factor of about 2^s, which s + 8 more bits absorb.
+	const s = 12
+	wq := wp + s + 8
+	lo, hi = expNegSeries(new(big.Rat).SetFrac(f.Num(), new(big.Int).Lsh(f.Denom(), s)), wq)
+	for range s {
+		lo, hi = down(wq).Mul(lo, lo), up(wq).Mul(hi, hi)
+	}
+	return lo, hi, 0
+}
+
+// expNegSeries returns lo ≤ exp(−f) ≤ hi for f ∈ [0, 1] to about 2^−wp:
+// partial sums of Σ (−f)^j/j! in fixed point (integers over 2^wp), every
+// term bracketed by rounding its products and quotients down (tl) and up
+// (th), stopped when the upper term is at most one unit and widened by it
+// (the alternating remainder is at most the next term).
+func expNegSeries(f *big.Rat, wp uint) (lo, hi *big.Float) {
+	one := new(big.Int).Lsh(big.NewInt(1), wp)
+	fl, rem := new(big.Int).QuoRem(new(big.Int).Lsh(f.Num(), wp), f.Denom(), new(big.Int)) // ⌊f·2^wp⌋
+	fh := new(big.Int).Set(fl)
+	if rem.Sign() != 0 {
+		fh.Add(fh, big.NewInt(1))
+	}
+	mask := new(big.Int).Sub(one, big.NewInt(1))
+	tl, th := new(big.Int).Set(one), new(big.Int).Set(one) // the term f^j/j!, over 2^wp
+	sl, sh := new(big.Int).Set(one), new(big.Int).Set(one) // the partial sum
 	for j := int64(1); ; j++ {
-		jf := newFloat(wp).SetInt64(j)
-		tl = quoDown(mulDown(tl, fl, wp), jf, wp)
-		th = quoUp(mulUp(th, fh, wp), jf, wp)
-		if th.Cmp(eps) < 0 {
-			// The true sum is within the next term of the partial sum.
-			return subDown(sl, th, wp), addUp(sh, th, wp)
+		jb := big.NewInt(j)
+		tl.Mul(tl, fl).Rsh(tl, wp).Quo(tl, jb)
+		th.Mul(th, fh).Add(th, mask).Rsh(th, wp) // ⌈th·fh/2^wp⌉
+		th.Add(th, big.NewInt(j-1)).Quo(th, jb)  // ⌈th/j⌉
+		if th.Cmp(big.NewInt(1)) <= 0 {
+			sl.Sub(sl, th)
+			sh.Add(sh, th)
+			break
 		}
 		if j%2 == 1 {
-			sl, sh = subDown(sl, th, wp), subUp(sh, tl, wp)
+			sl.Sub(sl, th)
+			sh.Sub(sh, tl)
 		} else {
-			sl, sh = addDown(sl, tl, wp), addUp(sh, th, wp)
+			sl.Add(sl, tl)
+			sh.Add(sh, th)
 		}
 	}
+	lo = new(big.Float).SetInt(sl)
+	hi = new(big.Float).SetInt(sh)
+	return lo.SetMantExp(lo, -int(wp)), hi.SetMantExp(hi, -int(wp))
 }
 
 // expOneCachePrec is the precision of the cached bracket of exp(−1)
@@ -80,65 +136,22 @@ func expNegFrac(f *big.Rat, wp uint) (lo, hi *big.Float) {
 const expOneCachePrec = 1024
 
 // expOneCache holds exp(−1)'s bracket at expOneCachePrec bits.
-var expOneCache = sync.OnceValues(func() (*big.Float, *big.Float) {
-	return expNegFrac(big.NewRat(1, 1), expOneCachePrec)
+var expOneCache = sync.OnceValue(func() bracket {
+	return normal(expNegFrac(big.NewRat(1, 1), expOneCachePrec))
 })
 
-// expNegOne returns lo ≤ exp(−1) ≤ hi at precision wp: the cached
-// bracket rounded outwards when wp is below its precision, else computed.
-func expNegOne(wp uint) (lo, hi *big.Float) {
+// expNegOne returns a bracket of exp(−1) at precision wp: the cached one
+// rounded outwards when wp is below its precision, else computed.
+func expNegOne(wp uint) bracket {
 	if wp > expOneCachePrec-8 {
-		return expNegFrac(big.NewRat(1, 1), wp)
+		return normal(expNegFrac(big.NewRat(1, 1), wp))
 	}
-	l, h := expOneCache()
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Set(l), new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Set(h)
+	c := expOneCache()
+	return bracket{lo: down(wp).Set(c.lo), hi: up(wp).Set(c.hi), exp: c.exp}
 }
 
-// newFloat returns 0 at precision wp, rounding to nearest (exact
-// assignments only).
-func newFloat(wp uint) *big.Float { return new(big.Float).SetPrec(wp) }
+// down and up return a fresh float at precision wp rounding towards −∞
+// or +∞: down(wp).Mul(a, b) is a·b rounded down.
+func down(wp uint) *big.Float { return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf) }
 
-// mulDown and the helpers below return a∘b at precision wp rounded
-// towards −∞ (Down) or +∞ (Up).
-func mulDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Mul(a, b)
-}
-
-func mulUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Mul(a, b)
-}
-
-func quoDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Quo(a, b)
-}
-
-func quoUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Quo(a, b)
-}
-
-func addDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Add(a, b)
-}
-
-func addUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Add(a, b)
-}
-
-func subDown(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToNegativeInf).Sub(a, b)
-}
-
-func subUp(a, b *big.Float, wp uint) *big.Float {
-	return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf).Sub(a, b)
-}
-
-// certified returns exp(−x) as an xfloat of depth 2: the float64
-// rounding of a lower bound at 80 bits, off by at most u (the rounding)
-// and 2⁻⁷⁹ (the bracket), so within [(1−u)², (1+u)²] of the true value.
-func certified(x *big.Rat) (xfloat, error) {
-	lo, _, err := expNegBounds(x, 80)
-	if err != nil {
-		return xfloat{}, err
-	}
-	return xfromBig(lo, 2), nil
-}
+func up(wp uint) *big.Float { return new(big.Float).SetPrec(wp).SetMode(big.ToPositiveInf) }

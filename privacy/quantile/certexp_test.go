@@ -2,9 +2,17 @@ package quantile
 
 import (
 	"errors"
+	"math"
 	"math/big"
 	"testing"
 )
+
+// value returns the bracket's ends as big.Floats (in range for the tests'
+// arguments).
+func (b bracket) value() (lo, hi *big.Float) {
+	lo = new(big.Float).SetMantExp(b.lo, int(b.exp))
+	return lo, new(big.Float).SetMantExp(b.hi, int(b.exp))
+}
 
 // expReference holds exp(−p/q) to 60 significant digits from mpmath at
 // 400 bits (testdata/certexp_gen.py prints these lines).
@@ -37,10 +45,11 @@ func TestExpNegBounds(t *testing.T) {
 		}
 		slack := new(big.Float).SetPrec(256).Mul(ref, big.NewFloat(1e-59))
 		for _, prec := range []uint{64, 128, 180} {
-			lo, hi, err := expNegBounds(big.NewRat(c.p, c.q), prec)
+			b, err := expNegBounds(big.NewRat(c.p, c.q), prec)
 			if err != nil {
 				t.Fatal(err)
 			}
+			lo, hi := b.value()
 			if new(big.Float).Sub(lo, slack).Cmp(ref) > 0 || new(big.Float).Add(hi, slack).Cmp(ref) < 0 {
 				t.Errorf("exp(−%d/%d) at %d bits: [%.30g, %.30g] misses %.30g", c.p, c.q, prec, lo, hi, ref)
 			}
@@ -51,19 +60,30 @@ func TestExpNegBounds(t *testing.T) {
 			}
 		}
 	}
-	if _, _, err := expNegBounds(big.NewRat(1<<41, 1), 64); !errors.Is(err, errExpRange) {
-		t.Errorf("exp(−2^41): error %v", err)
+	if _, err := expNegBounds(new(big.Rat).SetFrac(new(big.Int).Lsh(big.NewInt(1), 63), big.NewInt(1)), 64); !errors.Is(err, errExpRange) {
+		t.Errorf("exp(−2^63): error %v", err)
+	}
+	// exp(−2⁴⁰) = 2^(−1.59·10¹²): beyond big.Float, within the bracket's
+	// int64 exponent; its exponent is ⌊−2⁴⁰/ln 2⌋ + 1 (mantissa in [1/2, 1)).
+	b, err := expNegBounds(new(big.Rat).SetInt64(1<<40), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(math.Floor(-0x1p40/math.Ln2)) + 1; b.exp != want {
+		t.Errorf("exp(−2^40): binary exponent %d, want %d", b.exp, want)
 	}
 }
 
-// TestCertified: the xfloat of exp(−x) is within (1±u)² of the mpmath
-// value (its certified depth 2).
+// TestCertified: the float64 rounding of the lower end of an 80-bit
+// bracket (as the joint sampler's constants) is within (1±u)² of the
+// mpmath value: the depth 2 they are given.
 func TestCertified(t *testing.T) {
 	for _, c := range expReference {
-		x, err := certified(big.NewRat(c.p, c.q))
+		b, err := expNegBounds(big.NewRat(c.p, c.q), 80)
 		if err != nil {
 			t.Fatal(err)
 		}
+		x := xfromBig(b.lo, b.exp, 2)
 		ref, _, _ := big.ParseFloat(c.v, 10, 256, big.ToNearestEven)
 		got := new(big.Float).SetPrec(256).SetMantExp(big.NewFloat(x.m), int(x.e))
 		rel, _ := new(big.Float).Quo(new(big.Float).Sub(got, ref), ref).Float64()

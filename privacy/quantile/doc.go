@@ -1,7 +1,7 @@
 // Package quantile turns a noised hierarchical histogram (a quantile tree)
 // into quantiles with confidence intervals, or selects quantiles from the
-// exact leaf histogram by permute-and-flip: dpstream's quantiles
-// aggregate.
+// exact leaf histogram by permute-and-flip or the joint exponential
+// mechanism: dpstream's quantiles aggregate.
 //
 // The tree (Tree) covers [Lower, Upper] with Branching^Depth leaves of
 // equal width; the operator noises its nodes with an exact integer
@@ -16,6 +16,14 @@
 // selection (the exponential mechanism's ε-DP improvement) among the leaf
 // edges, from the exact leaf counts, sampled exactly from the release's
 // keyed stream; its rank error has a stated tail bound (RankError).
+//
+// Joint selects all ranks of a group in one draw by the joint exponential
+// mechanism (Gillenwater, Joseph & Kulesza 2021) over non-decreasing
+// tuples of leaf edges, at the selection's whole ε: sampled exactly by a
+// float proposal over the histogram's groups of equal prefix count, with
+// certified rounding bounds (xfloat, expNegBounds), corrected by an exact
+// rejection whose coin compares a lazily drawn uniform with certified
+// bounds of the acceptance probability (lazyBernoulli).
 //
 // The package is pure computation (no file, clock or network; privacy's
 // TestPurity checks the imports).

@@ -118,20 +118,36 @@ func (o JointOptions) Sensitivity() *big.Rat {
 // Edge returns e_j (as Exponential.Edge).
 func (e Joint) Edge(j int) float64 { return Exponential(e).Edge(j) }
 
-// maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)): exp(−γ·c) must stay
-// within big.Float's exponent range (int32) for the acceptance bounds;
-// 2²⁹·2·log₂(e) < 2³¹. γ·N is 6·10⁴ at the benchmark's S3.
-const maxJointGammaN = 1 << 29
+// maxJointGammaN bounds γ·N (γ·2N bounds γ·c(t)) and N: the binary
+// exponents of exp(−γ·c), about −1.44·γ·c, must fit xfloat's and the
+// brackets' int64, and counts like C_h + τ_i an int64. γ·N is 6·10⁴ at the
+// benchmark's S3. Unlike the other limits these depend on the data (N):
+// Select refuses beyond them (an error, no release), which only a group
+// of more than 2⁶⁰/γ (and 2⁶¹) values reaches: 2³² values at γ = 2²⁸ (ε =
+// 2³⁰, V = 1), 2⁶¹ at ε = 1.
+const maxJointGammaN = 1 << 60
 
 // maxJointSlack bounds the acceptance bound's slack y (M = Σ'·(1 + 2y)):
 // beyond it the sampler refuses (its acceptance rate would fall below
-// 1 − 2⁻⁹; not reached below N·k ≈ 10¹²).
+// 1 − 2⁻⁹); MaxJointLeaves makes that unreachable.
 const maxJointSlack = 0x1p-10
+
+// MaxJointLeaves is the most leaves a joint selection takes (the quantile
+// tree's default is 16⁴ = 2¹⁶). It keeps the sampler's rounding depths
+// (at most 190 per group along a message's recursion: a power of depth
+// ≤ 3·62 − 1, a product and a sum; 8·10⁸ in all) within int32 and the
+// acceptance bound's slack y below 10⁻⁴ for every histogram, so
+// the refusals on y (maxJointSlack) and on the depths cannot be reached
+// by any data: with this public limit they are internal checks only.
+const MaxJointLeaves = 1 << 22
 
 // check validates o for e.
 func (e Joint) check(o JointOptions) error {
 	if err := (Exponential(e)).check(SelectOptions{Rank: 0, Scale: o.Scale, Values: o.Values}); err != nil {
 		return err
+	}
+	if e.Leaves > MaxJointLeaves {
+		return fmt.Errorf("%w: %d leaves, at most %d for a joint selection", ErrSelect, e.Leaves, MaxJointLeaves)
 	}
 	k := len(o.Ranks)
 	if k < 1 || k > MaxJointRanks {
@@ -181,8 +197,8 @@ func (e Joint) prepare(leaves []LeafCount, o JointOptions) (*jointDP, error) {
 	}
 	gamma := o.gamma()
 	n := sc.prefix[len(sc.prefix)-1]
-	if new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
-		return nil, fmt.Errorf("%w: γ·N beyond 2^29 (%d values at scale %g): too large for the exact sampler", ErrSelect, n, o.Scale)
+	if n > 2*maxJointGammaN || new(big.Rat).Mul(gamma, new(big.Rat).SetInt64(n)).Cmp(new(big.Rat).SetInt64(maxJointGammaN)) > 0 {
+		return nil, fmt.Errorf("%w: γ·N beyond 2^60 or N beyond 2^61 (scale %g): too large for the exact sampler", ErrSelect, o.Scale)
 	}
 	dp, err := newJointDP(sc, e.Leaves, len(o.Ranks), o.Ranks, gamma)
 	if err != nil {

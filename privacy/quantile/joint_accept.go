@@ -24,7 +24,7 @@ func (dp *jointDP) slack() (fn, fd *big.Int, err error) {
 	// 2y·2⁶¹ = 6·D·2⁸ + 2·k·candidates (u = 2⁻⁵³, η·2⁶¹ = 2·candidates).
 	twoY := new(big.Int).Mul(big.NewInt(6*256), big.NewInt(depth))
 	twoY.Add(twoY, new(big.Int).Mul(big.NewInt(int64(2*dp.k)), big.NewInt(int64(dp.candidates))))
-	if twoY.Cmp(new(big.Int).Lsh(big.NewInt(1), 61-10+1)) > 0 {
+	if twoY.Cmp(big.NewInt(int64(2*maxJointSlack*(1<<61)))) > 0 {
 		return nil, nil, fmt.Errorf("%w: the histogram is too large for the exact sampler (rounding depth %d)", ErrSelect, depth)
 	}
 	fd = new(big.Int).Lsh(big.NewInt(1), 61)
@@ -58,14 +58,13 @@ func (dp *jointDP) accept(s *rng.Stream, d *jointDraw, fn, fd *big.Int) (bool, e
 	den := new(big.Float).SetInt(new(big.Int).Mul(new(big.Int).Mul(d.den, d.sum0), fn))
 	one := big.NewFloat(1)
 	bounds := func(prec uint) (lo, hi *big.Float, err error) {
-		el, eh, err := expNegBounds(x, prec)
+		e, err := expNegBounds(x, prec)
 		if err != nil {
 			return nil, nil, err
 		}
-		rl, rh := quoDown(num, den, prec), quoUp(num, den, prec)
-		rl.SetMantExp(rl, int(-d.shift0))
-		rh.SetMantExp(rh, int(-d.shift0))
-		lo, hi = mulDown(el, rl, prec), mulUp(eh, rh, prec)
+		lo = down(prec).Mul(e.lo, down(prec).Quo(num, den))
+		hi = up(prec).Mul(e.hi, up(prec).Quo(num, den))
+		lo, hi = scaled(lo, e.exp-d.shift0, false), scaled(hi, e.exp-d.shift0, true)
 		if lo.Cmp(one) > 0 {
 			return nil, nil, fmt.Errorf("%w: acceptance probability above 1 (the bound M failed)", ErrSelect)
 		}
@@ -73,4 +72,26 @@ func (dp *jointDP) accept(s *rng.Stream, d *jointDraw, fn, fd *big.Int) (bool, e
 	}
 	ok, _, err := lazyBernoulli(s.Uint64, bounds)
 	return ok, err
+}
+
+// scaledLimit bounds the binary exponents scaled returns (big.Float's are
+// int32).
+const scaledLimit = 1 << 30
+
+// scaled returns x·2^e (x > 0) when its exponent is within ±2³⁰, else a
+// bound on the same side: 0 (upper: 2^−2³⁰) below, 2^2³⁰ above. A is
+// within 10⁻⁸ of 1 by the proof, so the bounds only keep an impossible
+// case finite: a lower bound above 1 is an error, an upper bound of
+// 2^−2³⁰ a rejection.
+func scaled(x *big.Float, e int64, upper bool) *big.Float {
+	ex := int64(x.MantExp(nil)) + e
+	switch {
+	case ex < -scaledLimit && upper:
+		return new(big.Float).SetMantExp(big.NewFloat(1), -scaledLimit)
+	case ex < -scaledLimit:
+		return new(big.Float)
+	case ex > scaledLimit:
+		return new(big.Float).SetMantExp(big.NewFloat(1), scaledLimit)
+	}
+	return x.SetMantExp(x, int(e))
 }

@@ -33,7 +33,11 @@ func coinTargets() []coinTarget {
 		{"1/3", ratBounds(big.NewRat(1, 3)), big.NewRat(1, 3)},
 		{"5/7", ratBounds(big.NewRat(5, 7)), big.NewRat(5, 7)},
 		{"1/2", ratBounds(big.NewRat(1, 2)), big.NewRat(1, 2)},
-		{"exp(−1/7)", func(prec uint) (*big.Float, *big.Float, error) { return expNegBounds(big.NewRat(1, 7), prec) }, e17},
+		{"exp(−1/7)", func(prec uint) (*big.Float, *big.Float, error) {
+			b, err := expNegBounds(big.NewRat(1, 7), prec)
+			lo, hi := b.value()
+			return lo, hi, err
+		}, e17},
 	}
 }
 

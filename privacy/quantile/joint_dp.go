@@ -38,6 +38,7 @@ type jointDP struct {
 	rhoDown    []xfloat // exp(−γ(τ_i − ⌊τ_i⌋))
 	betaPow    []xfloat // exp(−γ·2^j)
 	powTab     []xfloat // pow(n) for n < powTabSize, memoised
+	powHigh    []xfloat // pow(n·powTabSize) for n < powTabSize
 	inner      [][]xfloat
 	next       [][]xfloat // next[i], i = 2 … k+1
 	dN         []int64    // the largest depth of next[i]
@@ -81,19 +82,19 @@ func (dp *jointDP) constants(qs []float64) error {
 	// exp(−γ·2^j) by squaring a bracket of exp(−γ) with directed rounding:
 	// at 80 + 2·nbits bits the bracket's relative width stays below
 	// 2^−78 after nbits squarings, so the float64 rounding of its lower
-	// end is within (1±u)² of the value (as certified).
+	// end is within (1±u)² of the value (depth 2; TestCertified).
 	wp := uint(80 + 2*nbits)
-	bl, bh, err := expNegBounds(dp.gamma, wp)
+	b, err := expNegBounds(dp.gamma, wp)
 	if err != nil {
 		return err
 	}
-	lo, hi := bl, bh
+	bj := b
 	dp.betaPow = make([]xfloat, nbits)
 	for j := range dp.betaPow {
 		if j > 0 {
-			lo, hi = mulDown(lo, lo, wp), mulUp(hi, hi, wp)
+			bj = bj.mul(bj, wp)
 		}
-		dp.betaPow[j] = xfromBig(lo, 2)
+		dp.betaPow[j] = xfromBig(bj.lo, bj.exp, 2)
 	}
 	nb := new(big.Rat).SetInt64(dp.n)
 	for i := 1; i <= k+1; i++ {
@@ -116,16 +117,13 @@ func (dp *jointDP) constants(qs []float64) error {
 		dp.tauUp[i]++
 		// ρ_down = exp(−γf) certified; ρ_up = exp(−γ(1−f)) = exp(−γ)/ρ_down
 		// on the brackets (both relative widths below 2^−79).
-		dl, dh, err := expNegBounds(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i]), wp)
+		d, err := expNegBounds(new(big.Rat).Mul(dp.gamma, dp.tauFrac[i]), wp)
 		if err != nil {
 			return err
 		}
-		dp.rhoDown[i] = xfromBig(dl, 2)
-		dp.rhoUp[i] = xfromBig(quoDown(bl, dh, wp), 2)
-	}
-	dp.powTab = make([]xfloat, min(dp.n+1, powTabSize))
-	for n := range dp.powTab {
-		dp.powTab[n] = dp.powBits(int64(n))
+		dp.rhoDown[i] = xfromBig(d.lo, d.exp, 2)
+		u := b.quo(d, wp)
+		dp.rhoUp[i] = xfromBig(u.lo, u.exp, 2)
 	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.
@@ -153,16 +151,21 @@ func xmulOne(a, b xfloat) xfloat {
 	return xmul(a, b)
 }
 
-// powTabSize is the number of small powers pow memoises (most
+// powTabSize is the number of powers in each of pow's two tables (most
 // arguments are count differences between neighbouring groups).
-const powTabSize = 4096
+const powTabSize = 1 << 12
 
 // pow returns β^n = exp(−γ·n) for 0 ≤ n ≤ N: the product of the certified
-// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1), memoised for
-// small n (the same value and depth).
+// exp(−γ·2^j) over n's bits (depth ≤ 3·bitlen(N) − 1), from two tables
+// for n < 2²⁴: powTab[n mod 2¹²]·powHigh[n / 2¹²], each a product over
+// its bits, so the depth bound holds for the product too (3p₁ − 1 + 3p₂
+// − 1 + 1 = 3(p₁+p₂) − 1).
 func (dp *jointDP) pow(n int64) xfloat {
 	if n < int64(len(dp.powTab)) {
 		return dp.powTab[n]
+	}
+	if hi := n / powTabSize; hi < int64(len(dp.powHigh)) {
+		return xmulOne(dp.powTab[n%powTabSize], dp.powHigh[hi])
 	}
 	return dp.powBits(n)
 }

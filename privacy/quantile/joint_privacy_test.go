@@ -23,28 +23,6 @@ func logNormalise(lw []float64) []float64 {
 	return out
 }
 
-// unitsUpTo returns every non-empty unit of at most v values over
-// leaves leaves (all multisets), as dense counts.
-func unitsUpTo(leaves, v int) [][]int64 {
-	var out [][]int64
-	var rec func(start, left int, cur []int64)
-	rec = func(start, left int, cur []int64) {
-		if left < v {
-			out = append(out, append([]int64(nil), cur...))
-		}
-		if left == 0 {
-			return
-		}
-		for l := start; l < leaves; l++ {
-			cur[l]++
-			rec(l, left-1, cur)
-			cur[l]--
-		}
-	}
-	rec(0, v, make([]int64, leaves))
-	return out[1:]
-}
-
 // TestJointPrivacyExact is an exact privacy audit of the definition π ∝
 // exp(−γ·c(t)) with the package's own γ (JointOptions.gamma, from
 // Sensitivity): for 90 random histograms over 5 leaves (6 edges; every
@@ -93,7 +71,7 @@ func TestJointPrivacyExact(t *testing.T) {
 			}
 			return out
 		}
-		us := unitsUpTo(leaves, v)
+		us := multisets(leaves, v)[1:] // every non-empty unit of at most v values
 		for _, u := range us {
 			if !o.Replace {
 				check(base, add(base, u))

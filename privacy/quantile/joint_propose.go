@@ -56,7 +56,7 @@ func (dp *jointDP) propose(s *rng.Stream, scratch []xfloat) (*jointDraw, error) 
 func (dp *jointDP) step(s *rng.Stream, i, hp int, cp int64, d *jointDraw, scratch []xfloat) (int, int, error) {
 	runs := dp.k - i + 1
 	bound := dp.maxJump + dp.dTerm[i] + 1
-	first, e := hp+1, int32(0)
+	first, e := hp+1, int64(0)
 	found := false
 	for h := first; h < len(dp.c); h++ {
 		jp := dp.jump(i, dp.c[h]-cp)
@@ -79,7 +79,7 @@ func (dp *jointDP) step(s *rng.Stream, i, hp int, cp int64, d *jointDraw, scratc
 		return 0, 0, fmt.Errorf("%w: no proposal weight is positive", ErrSelect)
 	}
 	n := (len(dp.c) - first) * runs
-	shift := int64(proposalBits) - int64(e)
+	shift := int64(proposalBits) - e
 	var hi, lo uint64
 	for _, g := range scratch[:n] {
 		var carry uint64

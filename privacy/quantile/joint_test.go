@@ -111,6 +111,31 @@ type jointCase struct {
 	o      JointOptions
 }
 
+// draws returns the counts of n Selects of c from s over every tuple,
+// and π over the same tuples.
+func (c jointCase) draws(t *testing.T, s *rng.Stream, n int) (got []int, want []float64) {
+	t.Helper()
+	e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
+	ts := tuples(c.leaves, len(c.o.Ranks))
+	index := map[string]int{}
+	for i, tu := range ts {
+		index[fmt.Sprint(tu)] = i
+	}
+	got = make([]int, len(ts))
+	for range n {
+		j, err := e.Select(s, c.hist, c.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, ok := index[fmt.Sprint(j)]
+		if !ok {
+			t.Fatalf("Select returned %v, not a non-decreasing tuple of edges", j)
+		}
+		got[i]++
+	}
+	return got, normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
+}
+
 // jointCases are small histograms with repeated groups (several ranks in
 // one group: equal ranks, ranks 0 and 1, a wide empty run), k = 1, 2, 3.
 var jointCases = []jointCase{
@@ -121,6 +146,9 @@ var jointCases = []jointCase{
 	{4, nil, JointOptions{Ranks: []float64{0.1, 0.2}, Scale: 1, Values: 1}}, // no values: uniform over tuples
 	{7, []LeafCount{{3, 6}}, JointOptions{Ranks: []float64{0.5, 0.9, 0.99}, Scale: 0.125, Values: 1, Replace: true}},
 	{12, []LeafCount{{0, 1}, {1, 2}, {5, 3}, {6, 1}, {11, 2}}, JointOptions{Ranks: []float64{0.2, 0.6}, Scale: 0.25, Values: 1}},
+	{1, []LeafCount{{0, 3}}, JointOptions{Ranks: []float64{0.5, 0.5}, Scale: 1, Values: 1}}, // one leaf, two edges
+	// γ = 1, N = 4097: weights down to e^−8000, below float64's range.
+	{6, []LeafCount{{1, 2000}, {3, 2001}, {4, 96}}, JointOptions{Ranks: []float64{0.49, 0.5}, Scale: 0.25, Values: 1}},
 }
 
 // TestJointDistribution compares n = 3·10⁴ draws of Select (keyed stream,
@@ -137,31 +165,12 @@ func TestJointDistribution(t *testing.T) {
 	key[0] = 20
 	for ci, c := range jointCases {
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
-			e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
-			ts := tuples(c.leaves, len(c.o.Ranks))
-			index := map[string]int{}
-			for i, tu := range ts {
-				index[fmt.Sprint(tu)] = i
-			}
-			want := normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
-			s := rng.NewStream(key, fmt.Sprintf("joint-test/%d", ci))
-			got := make([]int, len(ts))
-			for range n {
-				j, err := e.Select(s, c.hist, c.o)
-				if err != nil {
-					t.Fatal(err)
-				}
-				i, ok := index[fmt.Sprint(j)]
-				if !ok {
-					t.Fatalf("Select returned %v, not a non-decreasing tuple of edges", j)
-				}
-				got[i]++
-			}
+			got, want := c.draws(t, rng.NewStream(key, fmt.Sprintf("joint-test/%d", ci)), n)
 			chi, crit, cells := chiSquare(got, want, n)
 			if chi > crit {
 				t.Errorf("chi-square %.1f > %.1f over %d cells", chi, crit, cells)
 			}
-			t.Logf("chi-square %.1f (critical %.1f, %d cells, %d tuples)", chi, crit, cells, len(ts))
+			t.Logf("chi-square %.1f (critical %.1f, %d cells, %d tuples)", chi, crit, cells, len(want))
 		})
 	}
 }
@@ -206,6 +215,24 @@ func TestJointReplay(t *testing.T) {
 		if _, err := e.Select(s, bad.leaves, bad.o); !errors.Is(err, ErrSelect) {
 			t.Errorf("%v %+v: error %v, want ErrSelect", bad.leaves, bad.o, err)
 		}
+	}
+	if _, err := (Joint{Leaves: MaxJointLeaves + 1, Upper: 1}).Select(s, leaves, o); !errors.Is(err, ErrSelect) {
+		t.Errorf("%d leaves: error %v, want ErrSelect", MaxJointLeaves+1, err)
+	}
+	// γ·N = 2⁴⁰ (γ = 1/(2⁻¹⁰·4) = 256, N = 2³²): weights down to
+	// 2^(−3·10¹²), beyond float64 and big.Float, are sampled, and only the
+	// two tuple shapes of the least loss 0.6·N have any chance (a loss
+	// one more has e^−256 the weight): (group 0, group 1) or (group 1,
+	// group 2) with groups [0, 7], [8, 9], [10, L]. γ·N = 2⁶¹ is refused.
+	huge := JointOptions{Ranks: []float64{0.3, 0.7}, Scale: 0x1p-10, Values: 1}
+	for range 20 {
+		j, err := e.Select(s, []LeafCount{{7, 1 << 31}, {9, 1 << 31}}, huge)
+		if err != nil || !(j[0] <= 7 && j[1] >= 8 && j[1] <= 9 || j[0] >= 8 && j[0] <= 9 && j[1] >= 10) {
+			t.Fatalf("γN = 2^40: %v, %v; want a tuple of the least loss", j, err)
+		}
+	}
+	if _, err := e.Select(s, []LeafCount{{7, 1 << 53}}, huge); !errors.Is(err, ErrSelect) {
+		t.Errorf("γN = 2^61: error %v, want ErrSelect", err)
 	}
 }
 
@@ -286,23 +313,7 @@ func TestJointDistributionRefined(t *testing.T) {
 	coinStartPrec = 2
 	const n = 10_000
 	for _, ci := range []int{3, 6} {
-		c := jointCases[ci]
-		e := Joint{Leaves: c.leaves, Lower: 0, Upper: float64(c.leaves)}
-		ts := tuples(c.leaves, len(c.o.Ranks))
-		index := map[string]int{}
-		for i, tu := range ts {
-			index[fmt.Sprint(tu)] = i
-		}
-		want := normalise(jointLogWeights(c.leaves, c.hist, c.o, ts))
-		s := rng.NewStream(rng.Key{}, fmt.Sprintf("joint-refined/%d", ci))
-		got := make([]int, len(ts))
-		for range n {
-			j, err := e.Select(s, c.hist, c.o)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got[index[fmt.Sprint(j)]]++
-		}
+		got, want := jointCases[ci].draws(t, rng.NewStream(rng.Key{}, fmt.Sprintf("joint-refined/%d", ci)), n)
 		if chi, crit, cells := chiSquare(got, want, n); chi > crit {
 			t.Errorf("case %d: chi-square %.1f > %.1f over %d cells", ci, chi, crit, cells)
 		}

@@ -10,7 +10,8 @@ import (
 // d: a bound on the number of roundings along any term of the expression
 // it was computed by. The joint sampler's weights span far beyond
 // float64's range (exp(−γ·c) with γ·c up to 2²⁸), so nothing here over- or
-// underflows; exponents stay within int32 by the sampler's limit on γ·N.
+// underflows: exponents are int64 (the sampler keeps γ·2N below 2⁶¹), and
+// depths int32 (MaxJointLeaves keeps them below 2³¹).
 //
 // Error model: every operation below is a float64 operation on
 // mantissas in [1/4, 2) (normal numbers) plus exact scaling by powers of
@@ -23,7 +24,7 @@ import (
 // positive terms accumulate their (1+θ) factors without cancellation).
 type xfloat struct {
 	m float64
-	e int32
+	e int64
 	d int32
 }
 
@@ -48,19 +49,19 @@ func xfromFloat(x float64, d int32) xfloat {
 		return xfloat{}
 	}
 	m, e := math.Frexp(x)
-	return xfloat{m: m, e: int32(e), d: d}
+	return xfloat{m: m, e: int64(e), d: d}
 }
 
-// xfromBig returns the float64 rounding (to nearest) of x > 0 as an
-// xfloat of depth d (the caller certifies d; see certified).
-func xfromBig(x *big.Float, d int32) xfloat {
+// xfromBig returns the float64 rounding (to nearest) of x·2^exp > 0 as
+// an xfloat of depth d (the caller certifies d; see TestCertified).
+func xfromBig(x *big.Float, exp int64, d int32) xfloat {
 	mant := new(big.Float)
-	e := x.MantExp(mant) // x = mant·2^e, mant ∈ [1/2, 1)
+	e := int64(x.MantExp(mant)) + exp // x·2^exp = mant·2^e, mant ∈ [1/2, 1)
 	m, _ := mant.Float64()
 	if m == 1 { // rounded up to the next binade
 		m, e = 0.5, e+1
 	}
-	return xfloat{m: m, e: int32(e), d: d}
+	return xfloat{m: m, e: e, d: d}
 }
 
 // xmul returns a·b (one rounding).
@@ -90,7 +91,7 @@ func xadd(a, b xfloat) xfloat {
 		a, b = b, a
 	}
 	d := max(a.d, b.d) + 1
-	diff := int64(a.e) - int64(b.e)
+	diff := a.e - b.e
 	if diff > 60 {
 		return xfloat{m: a.m, e: a.e, d: d}
 	}
@@ -108,7 +109,7 @@ func xceilScaled(x xfloat, shift int64) uint64 {
 		return 0
 	}
 	m53 := uint64(x.m * (1 << 53))
-	sh := int64(x.e) + shift - 53
+	sh := x.e + shift - 53
 	if sh >= 0 {
 		return m53 << uint(sh)
 	}
