@@ -43,9 +43,10 @@ const jointSeries = "joint_selection"
 
 // parts: one selection per group a unit can touch (Units.L0 is G, or 2G
 // replacing units); under a binding total bound the pure-ε composition
-// counts the L1 bound's selections instead (jointTotal). With δ > 0 the
-// PLD accountant composes randomized response per selection over the L0
-// = G (2G) selections, as for the exponential mechanism.
+// counts the L1 bound's selections instead (jointTotal), and with δ > 0
+// the PLD accountant composes randomized response per selection over the
+// L0 = G (2G) selections, or over the packed groups under a binding total
+// bound, as for the exponential mechanism (selectionParts).
 func (a quantileJointAgg) parts(sens windows.Sensitivities) []partSpec {
 	l1, ok := a.jointTotal()
 	return selectionParts(jointSeries, sens.Units.L0, l1, ok)

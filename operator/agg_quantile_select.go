@@ -63,14 +63,15 @@ func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
 }
 
 // selectionParts is the one part of k pure-ε selections at L∞ = 1 named
-// series, composed under pure ε by the total bound's l1 selections when
-// total (partSpec.pureL0).
+// series, composed when total by the total bound's l1 selections under
+// pure ε (partSpec.pureL0) and packed into selectPacked groups with δ > 0
+// (partSpec.deltaL0).
 func selectionParts(series string, k, l1 float64, total bool) []partSpec {
 	spec := partSpec{series: series, integer: true, selection: true,
 		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}
 	if total {
 		spec.sens.L1, spec.sens.L2, spec.sens.Total = l1, math.Sqrt(l1), true
-		spec.pureL0 = l1
+		spec.pureL0, spec.deltaL0 = l1, selectPacked(l1, k)
 	}
 	return []partSpec{spec}
 }

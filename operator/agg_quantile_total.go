@@ -22,11 +22,20 @@ package operator
 // T < G·Vm. privacy/quantile's TestExponentialPrivacyExactTotal checks
 // it over every neighbour of small multi-group windows.
 //
-// Only the pure-ε composition uses it (partSpec.pureL0): with δ > 0 the
-// PLD accountant composes randomized response per selection, and its
-// worst case for a unit spread over fewer, fuller selections is not
-// derived here, so L0 selections stay (the per-selection Δ at Vm holds
-// for every accountant).
+// The pure-ε composition uses it as it is (partSpec.pureL0). With δ > 0
+// the PLD accountant composes randomized response at one selection's ε
+// per coordinate; there the selections are packed (selectPacked,
+// partSpec.deltaL0): a unit's selections cost c_i·ε each, c_i ≤ 1, Σ c_i
+// ≤ C = the L1 bound. Packed in any order into groups whose c_i add up to
+// at most 1 (next fit: open a new group when the next selection does not
+// fit), two consecutive groups hold more than 1 together, so b groups
+// hold more than ⌊b/2⌋ and b ≤ 2⌈C⌉ − 1. The selections of one group are
+// independent draws whose pure ε adds up to at most one selection's ε, so
+// the group is ε-DP and dominated by randomized response at ε (Kairouz,
+// Oh & Viswanath 2017, as privacy.Selection); groups are independent, so
+// the unit's selections are dominated by 2⌈C⌉ − 1 randomized responses,
+// whatever its pattern (and in every window, so the horizon composes them
+// too). Where that is not fewer than L0, L0 stays.
 
 // selectValues returns Vm, the most values one unit keeps in a group
 // under bounds.max_values v and bounds.max_contributions t (0: unset).
@@ -82,15 +91,26 @@ func (a quantileSelectAgg) selectTotal(replace bool) (float64, bool) {
 // an L1 bound of T/Vm selections at L∞ = 1, below L0 = G when T < G·Vm.
 // (Replacing units the same sum shows G selections suffice where the part
 // states L0 = 2G; the plan keeps the 2G of windows' Units.L0 there, which
-// is valid and conservative.) Only the pure-ε composition uses the bound
-// (partSpec.pureL0): with δ > 0 the PLD accountant composes randomized
-// response at ε' per selection over L0 = G (2G) selections, as for the
-// exponential mechanism. privacy/quantile's TestJointPrivacyExactTotal
-// checks it over every neighbour of small multi-group windows.
+// is valid and conservative.) The pure-ε composition uses the bound
+// (partSpec.pureL0, and the pure accountant under every budget); with δ >
+// 0 the PLD accountant composes the selections packed as the exponential
+// mechanism's (selectPacked, selectionParts): the argument above needs
+// only independent draws of costs c_g ≤ 1 adding up to at most the L1
+// bound, which the joint selections are. privacy/quantile's
+// TestJointPrivacyExactTotal checks the bound over every neighbour of
+// small multi-group windows.
 func (a quantileJointAgg) jointTotal() (float64, bool) {
 	vm := selectValues(a.values, a.total)
 	if a.total <= 0 || vm <= 0 || a.total >= a.groups*vm {
 		return 0, false
 	}
 	return float64((a.total + vm - 1) / vm), true
+}
+
+// selectPacked returns the selections' count the PLD accountant composes
+// with δ > 0 under a binding total bound whose pure-ε L1 is l1 (a whole
+// number, selectTotal): 2·l1 − 1 packed groups of at most one selection's
+// ε each (see above), or l0, the selections a unit can move, when smaller.
+func selectPacked(l1, l0 float64) float64 {
+	return min(2*l1-1, l0)
 }

@@ -140,6 +140,11 @@ type partSpec struct {
 	// integer shift k is at most ‖k‖₁/t), so it is exact there. With
 	// δ > 0 the accountants compose per-coordinate profiles and L0 stays.
 	pureL0 float64
+	// deltaL0, when set, is the number of coordinates the calibration
+	// composes with δ > 0 in place of L0: the quantiles' selections under
+	// a binding total bound, packed into groups that cost at most one
+	// selection's ε each (agg_quantile_total.go, selectPacked).
+	deltaL0 float64
 	// norms: with δ > 0, the part's L1 and L2 (sens.L1, sens.L2) bound
 	// one unit's moves per window more tightly than L0·L∞ and √L0·L∞ (the
 	// quantile tree: at most L∞ per level and group, G·D·L∞ in all), and
@@ -154,10 +159,14 @@ type partSpec struct {
 }
 
 // coords returns the number of coordinates the calibration composes for
-// one window of s under a budget with the given δ (see pureL0).
+// one window of s under a budget with the given δ (see pureL0 and
+// deltaL0).
 func (s partSpec) coords(delta float64) int {
 	if s.pureL0 > 0 && delta == 0 {
 		return int(math.Ceil(s.pureL0))
+	}
+	if s.deltaL0 > 0 && delta > 0 {
+		return int(math.Ceil(s.deltaL0))
 	}
 	return int(math.Ceil(s.sens.L0))
 }

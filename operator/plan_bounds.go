@@ -67,6 +67,9 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	default:
 		out.L1Bound, out.L2Bound = b.l0+" × "+b.per+b.factor, "√("+b.l0+") × "+b.per+b.factor
 	}
+	if l2, ok := n.latticeL2Used(p.compose == 1); ok {
+		out.L2Bound += " (" + latticeL2Words(l2, n.step) + ")"
+	}
 	if p.unit == "" {
 		out.L1Bound += " (event level: every bound is 1)"
 		out.L2Bound += " (event level: every bound is 1)"
@@ -129,12 +132,34 @@ func boundNames(agg, series string) partBounds {
 }
 
 // totalNote is the release note's sentence on the norms of a part that the
-// total bound binds ("" otherwise, so notes without it are unchanged).
-func (n *vectorNoise) totalNote() string {
+// total bound binds ("" otherwise, so notes without it are unchanged); with
+// one window calibrated (oneWindow) a lattice part also names the L2 its
+// Gaussian accountant uses (privacy/compose_lattice_l2.go).
+func (n *vectorNoise) totalNote(oneWindow bool) string {
 	if !n.sens.Total {
 		return ""
 	}
-	return fmt.Sprintf(", L1=%g and L2=%.6g by bounds.max_contributions", n.sens.L1, n.sens.L2)
+	s := fmt.Sprintf(", L1=%g and L2=%.6g by bounds.max_contributions", n.sens.L1, n.sens.L2)
+	if l2, ok := n.latticeL2Used(oneWindow); ok {
+		s += "; " + latticeL2Words(l2, n.step)
+	}
+	return s
+}
+
+// latticeL2Used returns the L2 in grid steps that the Gaussian accountant
+// of a realLattice part uses (privacy/compose_lattice_l2.go): where the
+// total bound binds it and one window is calibrated.
+func (n *vectorNoise) latticeL2Used(oneWindow bool) (float64, bool) {
+	if !n.sens.Total || n.kind != realLattice || !oneWindow {
+		return 0, false
+	}
+	l2 := n.latticeL2(n.coords)
+	return l2, l2 < math.Sqrt(float64(n.coords))*privacy.LatticeSensitivity(n.sens.Linf, n.step)
+}
+
+// latticeL2Words says which L2 the lattice Gaussian is calibrated for.
+func latticeL2Words(l2, step float64) string {
+	return fmt.Sprintf("the lattice Gaussian's L2 %.10g steps of 2^%d, rounding included", l2, int(math.Round(math.Log2(step))))
 }
 
 // totalNorms adds the L1 and L2 bounds of a part that the total bound
@@ -143,6 +168,7 @@ func (n *vectorNoise) totalNote() string {
 //
 //   - integer parts (histogram, count, the mean's values, tree), where one
 //     grid step is one unit of value: L1 and L2 as derived;
+//
 //   - real values on a grid (realSnapped: sums, the mean's centred sum,
 //     the variance's squares under laplace, logistic or subbotin:R) that
 //     the total bound binds: L1 only (the pure-ε accountant is the one
@@ -152,22 +178,44 @@ func (n *vectorNoise) totalNote() string {
 //     one step, so the rounded values' L1 is at most L1 + L0·step — and
 //     only when that is below L0 times the shift (else it gains nothing).
 //
-// Real values under the lattice discrete Gaussian (realLattice) get no
-// norms: in grid units L1 is about 2^20 times L∞, far beyond the shift
-// patterns the PLD takes (privacy/compose_total.go), and the μ-GDP
-// accountant that uses L2 is exact for continuous Gaussian noise only; the
-// total bound reaches them through L0 and L∞ (windows.valuedSensitivity).
+//   - real values under the lattice discrete Gaussian (realLattice) that
+//     the total bound binds: L2 only, in grid units (latticeL2), for the
+//     L2 accountant of privacy/compose_lattice_l2.go (one window). L1 is
+//     not passed: in grid units it is about 2^20 times L∞, far beyond the
+//     shift patterns the PLD enumerates (privacy/compose_total.go).
 func (n *vectorNoise) totalNorms(pt *privacy.Part) {
 	switch {
 	case (n.sens.Total || n.norms) && (n.kind == intExact || n.kind == intRounded):
 		pt.L1, pt.L2 = n.sens.L1, n.sens.L2
+	case n.sens.Total && n.kind == selectExact && n.sens.L1 < float64(pt.L0)*pt.Linf:
+		// The selections' pure ε follows the L1 bound under every budget
+		// (pure ε-DP is (ε, δ)-DP): the pure accountant uses it
+		// (calLinearPure), the PLD keeps L0 packed groups (selectPacked).
+		pt.L1 = n.sens.L1
 	case n.sens.Total && n.kind == realSnapped:
 		// L0·step is exact (the step is a power of two); the sum rounds up.
 		l1 := math.Nextafter(n.sens.L1+math.Ceil(n.sens.L0)*n.step, math.Inf(1))
 		if l1 < float64(pt.L0)*pt.Linf {
 			pt.L1 = l1
 		}
+	case n.sens.Total && n.kind == realLattice:
+		if l2 := n.latticeL2(pt.L0); l2 < math.Sqrt(float64(pt.L0))*pt.Linf {
+			pt.L2 = l2 // privacy uses it in one window only (calPart.latticeL2)
+		}
 	}
+}
+
+// latticeL2 is the L2 norm, in grid steps, of one unit's change to the
+// rounded values of a realLattice part that moves at most l0 coordinates:
+// a coordinate whose exact change is x rounds to a change of at most
+// |x|/step + 1 steps (|round(u) − round(v)| ≤ |u − v| + 1), so by the
+// triangle inequality the rounded change's L2 is at most sens.L2/step +
+// √d, d = max(l0, ⌈sens.L0⌉) the coordinates it can move; rounded up.
+// (The division by a power of two is exact.)
+func (n *vectorNoise) latticeL2(l0 int) float64 {
+	d := math.Max(float64(l0), math.Ceil(n.sens.L0))
+	root := math.Nextafter(math.Sqrt(d), math.Inf(1))
+	return math.Nextafter(n.sens.L2/n.step+root, math.Inf(1))
 }
 
 // totalCap caps what one unit adds to a histogram or a count, x, by the

@@ -53,7 +53,10 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		switch {
 		case n.kind == selectExact:
 			fmt.Fprintf(&b, " selection (exact), %d selections each ε=%.6g", n.coords, n.sens.Linf/n.scale)
-			if float64(n.coords) < n.sens.L0 {
+			switch {
+			case float64(n.coords) < n.sens.L0 && parts.Delta > 0:
+				fmt.Fprintf(&b, " (a unit moves %g selections; by bounds.max_contributions they pack into %d groups of at most one selection's ε)", n.sens.L0, n.coords)
+			case float64(n.coords) < n.sens.L0:
 				fmt.Fprintf(&b, " (a unit moves %g selections, by bounds.max_contributions at most %d selections' ε in all)", n.sens.L0, n.coords)
 			}
 			continue
@@ -72,7 +75,7 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		if n.kind == realSnapped || n.kind == realLattice {
 			b.WriteString("+step")
 		}
-		b.WriteString(n.totalNote())
+		b.WriteString(n.totalNote(p.compose == 1))
 		b.WriteString(")")
 	}
 	if parts != ideal {

@@ -2,8 +2,10 @@ package operator
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dpstream/dpstream/schema"
@@ -59,6 +61,39 @@ func totalReference(t *testing.T, name string) (laplace, gaussian float64) {
 	return 0, 0
 }
 
+// seriesScale is one noised series of totalSeries: its reference norm, its
+// scale with the total bound and without it.
+type seriesScale struct {
+	name            string
+	ref, scale, old float64
+}
+
+// totalSeries plans sumTotalConfig(agg, mech, delta, ·) with the total
+// bound 5 and without it, and returns every noised series with its norm
+// in ref (a series without one fails the test).
+func totalSeries(t *testing.T, agg, mech string, delta float64, ref map[string]float64) []seriesScale {
+	t.Helper()
+	p, err := planFor(sumTotalConfig(agg, mech, delta, 5))
+	if err != nil {
+		t.Fatalf("%s: %v", agg, err)
+	}
+	old, err := planFor(sumTotalConfig(agg, mech, delta, 0))
+	if err != nil {
+		t.Fatalf("%s: %v", agg, err)
+	}
+	var out []seriesScale
+	for i, n := range p.aggs[0].noises {
+		a, ok := ref[n.series]
+		if !ok {
+			t.Fatalf("%s: series %q has no reference norm", agg, n.series)
+		}
+		x := seriesScale{name: n.part, ref: a, scale: n.scale, old: old.aggs[0].noises[i].scale}
+		t.Logf("%s: scale %.8g (%.6g without the bound)", x.name, x.scale, x.old)
+		out = append(out, x)
+	}
+	return out
+}
+
 // TestTotalBoundSumAcceptance: a sum over 5 groups, a unit adding at most
 // 5 values in [0, 100] to each and at most 5 in all (bounds.max_contributions
 // 5). One unit moves the sums by integer counts of values times at most
@@ -72,10 +107,12 @@ func totalReference(t *testing.T, name string) (laplace, gaussian float64) {
 //     2^-11): at most 1.05× (in fact 1 + 2e-5) the optimum, never below
 //     it; without the bound 5× (L0 = 5 groups at 500). Fails on the old
 //     code (2500, the total bound did not reach sums).
-//   - gaussian (δ = 1e-6): the lattice discrete Gaussian gets the bound
-//     through L0 = min(groups, 5) and L∞ = min(5, 5)·100 only (no L2
-//     accountant for it yet; see totalNorms): the scale is not above the
-//     old one, and stays √5× the L2 optimum — the gap this test records.
+//   - gaussian (δ = 1e-6): the lattice discrete Gaussian is calibrated by
+//     the L2 accountant (privacy/compose_lattice_l2.go) on the L2 of the
+//     rounded sums (500/step + √5 steps): within [1, 1.05]× (in fact
+//     1 + 4e-5: the PLD's pessimism) the L2 optimum; without the bound
+//     √5×. Fails on the old code (4723.5: the bound reached the lattice
+//     part through L0 and L∞ only, √5× the optimum).
 func TestTotalBoundSumAcceptance(t *testing.T) {
 	lap, gauss := totalReference(t, "hist 5x5 total 5")
 	lap, gauss = 100*lap, 100*gauss
@@ -95,10 +132,22 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 	}
 	t.Logf("laplace: scale %.8g (L1 optimum %.8g, ratio %.7f), %.6g without the bound", got, lap, got/lap, old)
 	got, old = scale("gaussian", 1e-6, 5), scale("gaussian", 1e-6, 0)
-	if got > old {
-		t.Errorf("gaussian: scale %.8g with the bound above %.8g without", got, old)
+	if got < gauss || got > 1.05*gauss {
+		t.Errorf("gaussian: scale %.8g, want within [1, 1.05] × the L2 optimum %.8g", got, gauss)
 	}
-	t.Logf("gaussian: scale %.8g (L2 optimum %.8g, ratio %.4f), %.6g without the bound", got, gauss, got/gauss, old)
+	if r := old / got; r < 2.23 {
+		t.Errorf("gaussian: without the bound %.6g, only %.4g× (want ≈ √5×)", old, r)
+	}
+	t.Logf("gaussian: scale %.8g (L2 optimum %.8g, ratio %.7f), %.6g without the bound", got, gauss, got/gauss, old)
+	// The plan says which L2 the Gaussian used: 500/2^-11 + √5 steps.
+	p, err := planFor(sumTotalConfig(AggSum, "gaussian", 1e-6, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const used = "the lattice Gaussian's L2 1024002.236 steps of 2^-11, rounding included"
+	if e := p.seriesSensitivity(&p.aggs[0].noises[0]); !strings.Contains(e.L2Bound, used) || !strings.Contains(p.note, used) {
+		t.Errorf("L2 bound %q, note %q: want %q", e.L2Bound, p.note, used)
+	}
 }
 
 // TestTotalBoundMeanVariance: the mean's and the variance's parts under
@@ -116,25 +165,12 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 func TestTotalBoundMeanVariance(t *testing.T) {
 	l1 := map[string]float64{schema.SeriesCount: 5, schema.SeriesSum: 5 * 50, schema.SeriesSumSq: 5 * 50 * 50}
 	for _, agg := range []string{AggMean, AggVariance} {
-		p, err := planFor(sumTotalConfig(agg, "laplace", 0, 5))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
-		old, err := planFor(sumTotalConfig(agg, "laplace", 0, 0))
-		if err != nil {
-			t.Fatalf("%s: %v", agg, err)
-		}
 		spent := 0.0
-		for i, n := range p.aggs[0].noises {
-			a, ok := l1[n.series]
-			if !ok {
-				t.Fatalf("%s: series %q has no reference L1", agg, n.series)
+		for _, x := range totalSeries(t, agg, "laplace", 0, l1) {
+			spent += x.ref / x.scale
+			if r := x.old / x.scale; r < 4.99 {
+				t.Errorf("%s: scale %.6g, without the bound only %.4g× more", x.name, x.scale, r)
 			}
-			spent += a / n.scale
-			if r := old.aggs[0].noises[i].scale / n.scale; r < 4.99 {
-				t.Errorf("%s.%s: scale %.6g, without the bound only %.4g× more", agg, n.series, n.scale, r)
-			}
-			t.Logf("%s.%s: scale %.8g (%.6g without the bound)", agg, n.series, n.scale, old.aggs[0].noises[i].scale)
 		}
 		if spent > 1+1e-9 || spent < 1/1.05 {
 			t.Errorf("%s: the parts spend ε = %.8g by their L1, want within [1/1.05, 1]", agg, spent)
@@ -188,4 +224,38 @@ func TestTotalBoundTree(t *testing.T) {
 		t.Errorf("gaussian: σ %.8g, reference %.8g; %.6g without the bound", got, sigma, old)
 	}
 	t.Logf("gaussian: σ %.8g (reference %.8g, ratio %.6f), %.6g without the bound", got, sigma, got/sigma, old)
+}
+
+// TestTotalBoundMeanVarianceGaussian: the mean's and the variance's parts
+// under the total bound of TestTotalBoundSumAcceptance's setting, with
+// gaussian at ε = 1, δ = 1e-6. A unit adds at most T = 5 values in all, so
+// the L2 of its change is 5 to the count, 5·50 to the centred sum and
+// 5·50² to the centred squares (one group takes them all). Gaussian noise
+// on independent parts is μ-GDP with μ² = Σ (L2_i/scale_i)², and the
+// budget allows μ* = 5/σ* with σ* the continuous Gaussian's scale for L2 =
+// 5 (gen_total.py, "hist 5x5 total 5"). The plan's scales spend μ within
+// [μ*/1.05, μ*·(1 + 1e-3)] (1e-3 for the count's exact discrete
+// accounting, which may differ slightly from the continuous one) — no
+// part's noise is more than 1.05× what its share needs — and each part's
+// noise is at least 2.2× smaller than without the bound (√5× for the
+// lattice parts). Fails on the old code (the lattice parts got the bound
+// through L0 and L∞ only: μ spent ≈ μ*/2).
+func TestTotalBoundMeanVarianceGaussian(t *testing.T) {
+	_, gauss := totalReference(t, "hist 5x5 total 5")
+	muStar := 5 / gauss
+	l2 := map[string]float64{schema.SeriesCount: 5, schema.SeriesSum: 5 * 50, schema.SeriesSumSq: 5 * 50 * 50}
+	for _, agg := range []string{AggMean, AggVariance} {
+		mu2 := 0.0
+		for _, x := range totalSeries(t, agg, "gaussian", 1e-6, l2) {
+			mu2 += (x.ref / x.scale) * (x.ref / x.scale)
+			if r := x.old / x.scale; r < 2.2 {
+				t.Errorf("%s: scale %.6g, without the bound only %.4g× more", x.name, x.scale, r)
+			}
+		}
+		if mu := math.Sqrt(mu2); mu > muStar*(1+1e-3) || mu < muStar/1.05 {
+			t.Errorf("%s: the parts spend μ = %.8g by their L2, want within [μ*/1.05, μ*·(1 + 1e-3)], μ* = %.8g", agg, mu, muStar)
+		} else {
+			t.Logf("%s: μ spent by L2 %.8f of μ* %.8f (ratio %.6f)", agg, mu, muStar, mu/muStar)
+		}
+	}
 }

@@ -23,8 +23,9 @@ func jointOperator(t *testing.T, c Config) (Config, *Operator) {
 // one selection at scale 1/0.5 = 2 (the exponential mechanism: 3 at 6);
 // G = 3 groups: 3 selections; replacing units (max_units): 2G; under a
 // binding total bound (G = 3, V = 5, T = 6: Vm = 5) the pure-ε L1 bound
-// ⌈T/Vm⌉ = 2 selections (jointTotal), with δ > 0 the L0 = G = 3 stay; T =
-// 15 = G·Vm does not bind. The plan's sizing names the mechanism "joint",
+// ⌈T/Vm⌉ = 2 selections (jointTotal), with δ > 0 min(2·2 − 1, G) = 3
+// packed groups (selectPacked), and at G = V = T = 5 one; T = 15 = G·Vm
+// does not bind. The plan's sizing names the mechanism "joint",
 // one selection per group, its ε and the rank-error bound. Fails on the
 // code before: "joint" was refused (and would be ranks·G selections).
 func TestQuantileJointParts(t *testing.T) {
@@ -41,6 +42,7 @@ func TestQuantileJointParts(t *testing.T) {
 		{"replacing", 1, 5, 0, 100, 0, 2, 4},
 		{"total binds", 3, 5, 6, 0, 0, 2, 4},
 		{"total binds, δ>0", 3, 5, 6, 0, 1e-6, 3, 0},
+		{"total binds, δ>0, packed", 5, 5, 5, 0, 1e-6, 1, 0},
 		{"total at G·Vm", 3, 5, 15, 0, 0, 3, 6},
 	} {
 		near := func(x, want float64) bool { return x >= want && x <= want*(1+1e-9) } // scales round up
@@ -55,7 +57,7 @@ func TestQuantileJointParts(t *testing.T) {
 		if want := int64(selectValues(tc.values, tc.total)); ap.selValues != want || ap.selReplace != (tc.units > 0) {
 			t.Errorf("%s: Δ for %d values (replace %v), want %d", tc.name, ap.selValues, ap.selReplace, want)
 		}
-		if b := o.plan.seriesSensitivity(&n); strings.Contains(b.L1Bound, "bounds.max_contributions") != (tc.total > 0 && tc.total < 15) {
+		if b := o.plan.seriesSensitivity(&n); strings.Contains(b.L1Bound, "bounds.max_contributions") != (tc.total > 0 && tc.total < tc.groups*tc.values) {
 			t.Errorf("%s: L1 %g by %q", tc.name, b.L1, b.L1Bound)
 		}
 		s := o.Sizing().Aggregates[0].Series[0]

@@ -22,8 +22,12 @@ import (
 // ranks 0.5, 0.9, 0.99) that is 3 selections instead of 15: scale 3/0.5
 // = 6 instead of 15/0.5 = 30, and every rank's stated rank-error bound
 // (2Δ·ln((L+1)/β)/ε', linear in the scale) 5× smaller. On the code before
-// it the plan composes 15 selections, so this fails. With δ > 0 the L0
-// selections stay (the PLD path is unchanged), and a total bound that
+// it the plan composes 15 selections, so this fails. With δ > 0 the PLD
+// accountant composes the selections packed into 2·3 − 1 = 5 groups of at
+// most one selection's ε (selectPacked; 15 on the code before it, and 15
+// without the bound), and the pure accountant, valid under every δ, the 3
+// selections of the L1 bound (privacy.Part.L1): scale 6 where the code
+// before it planned 28.54 (PLD over 15 selections); a total bound that
 // does not bind (T ≥ G·V) leaves the plan as without it. Exact: the
 // scales are closed forms (privacy.Selection rounds up by an ulp;
 // tolerance 1e-9 relative).
@@ -48,7 +52,9 @@ func TestQuantileExponentialTotal(t *testing.T) {
 		{"T=7: ⌈3·7/5⌉", 5, 5, 7, 0, 0, 5, 5, 10, true, true},
 		{"T<V: Δ at T", 2, 5, 3, 0, 0, 3, 3, 6, true, true},
 		{"replacing units", 5, 5, 5, 1000, 0, 6, 5, 12, true, true},
-		{"δ>0 keeps L0", 5, 5, 5, 0, 1e-6, 15, 5, 0, true, false},
+		{"δ>0: packed 2·3−1", 5, 5, 5, 0, 1e-6, 5, 5, 6, true, false},
+		{"δ>0: T=7 packed 2·5−1", 5, 5, 7, 0, 1e-6, 9, 5, 10, true, false},
+		{"δ>0: G=2 packed 5 of 6", 2, 5, 5, 0, 1e-6, 5, 5, 6, true, false},
 	} {
 		_, o := exponentialOperator(t, conf(tc.g, tc.v, tc.tb, tc.units, tc.delta))
 		p := o.plan
@@ -65,6 +71,15 @@ func TestQuantileExponentialTotal(t *testing.T) {
 			t.Errorf("%s: note %q: names the total bound's composition %v, want %v", tc.name, p.note, got, tc.noteSpreaded)
 		}
 	}
+	// δ > 0: the note says the selections are packed; the scale is the
+	// pure accountant's (checked above), below the unbounded plan's.
+	_, od0 := exponentialOperator(t, conf(5, 5, 0, 0, 1e-6))
+	_, od1 := exponentialOperator(t, conf(5, 5, 5, 0, 1e-6))
+	s0, s1 := od0.plan.aggs[0].noises[0].scale, od1.plan.aggs[0].noises[0].scale
+	if !(s1 < s0) || !strings.Contains(od1.plan.note, "they pack into 5 groups") {
+		t.Errorf("δ>0: scale %v with the total bound, %v without; note %q", s1, s0, od1.plan.note)
+	}
+	t.Logf("δ = 1e-6: selection scale %v without the total bound (15 selections), %v with T = 5 (5 packed)", s0, s1)
 	// The rank-error gain at S2: the same Δ (Vm = V = 5), a 5× smaller scale.
 	_, o0 := exponentialOperator(t, conf(5, 5, 0, 0, 0))
 	_, o1 := exponentialOperator(t, conf(5, 5, 5, 0, 0))
@@ -153,4 +168,69 @@ func selectRMSE(t *testing.T, p *plan, leaves []quantile.LeafCount, q float64) f
 		sum += d * d
 	}
 	return math.Sqrt(sum / draws)
+}
+
+// TestSelectPackedDominated checks selectPacked's claim exactly on
+// patterns: a unit's selections cost c_i·ε each (c_i ≤ 1, Σ c_i ≤ C), and
+// the product of randomized responses at c_i·ε (each dominates its
+// selection) must be dominated by 2⌈C⌉ − 1 randomized responses at ε: its
+// hockey-stick divergence δ(ε′) = Σ_o max(0, P(o) − e^ε′·Q(o)), computed
+// by enumerating all 2^n outcomes, is at most the packed one's at every
+// ε′ of a grid (both orders of the pair are the same by symmetry). ε = 1
+// and 0.3; patterns with pieces just over 1/2 (where packing needs the
+// most groups), full pieces, and mixed ones. Tolerance 1e-12 (float64
+// sums of at most 2^12 terms). It fails for ⌈C⌉ − 1 groups (checked:
+// the pattern of ⌈C⌉ full pieces).
+func TestSelectPackedDominated(t *testing.T) {
+	rr := func(cs []float64, eps float64) (p, q []float64) {
+		p, q = []float64{1}, []float64{1}
+		for _, c := range cs {
+			a := math.Exp(c*eps) / (1 + math.Exp(c*eps))
+			var np, nq []float64
+			for i := range p {
+				np = append(np, p[i]*a, p[i]*(1-a))
+				nq = append(nq, q[i]*(1-a), q[i]*a)
+			}
+			p, q = np, nq
+		}
+		return p, q
+	}
+	hs := func(p, q []float64, e float64) float64 {
+		d := 0.0
+		for i := range p {
+			d += math.Max(0, p[i]-math.Exp(e)*q[i])
+		}
+		return d
+	}
+	ones := func(n int) []float64 {
+		s := make([]float64, n)
+		for i := range s {
+			s[i] = 1
+		}
+		return s
+	}
+	for _, eps := range []float64{1, 0.3} {
+		for _, tc := range []struct {
+			c      float64
+			pieces []float64
+		}{
+			{1, []float64{0.5, 0.5}}, {1, []float64{0.2, 0.2, 0.2, 0.2, 0.2}}, {2, []float64{0.51, 0.51, 0.49, 0.49}},
+			{3, []float64{0.6, 0.6, 0.6, 0.6, 0.6}}, {3, []float64{0.51, 0.51, 0.51, 0.51, 0.51}}, {3, ones(3)},
+			{3, []float64{1, 0.5, 0.5, 0.5, 0.5}}, {5, []float64{0.55, 0.55, 0.55, 0.55, 0.55, 0.55, 0.55, 0.55, 0.55}},
+			{2, []float64{0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25}},
+		} {
+			p, q := rr(tc.pieces, eps)
+			k := int(selectPacked(tc.c, math.Inf(1)))
+			pp, qp := rr(ones(k), eps)
+			worst := math.Inf(-1)
+			for e := 0.0; e <= tc.c*eps; e += tc.c * eps / 64 {
+				got, bound := hs(p, q, e), hs(pp, qp, e)
+				worst = math.Max(worst, got-bound)
+				if got > bound+1e-12 {
+					t.Errorf("ε %g, pieces %v: δ(%g) = %.6g above %d packed groups' %.6g", eps, tc.pieces, e, got, k, bound)
+				}
+			}
+			t.Logf("ε %g, C %g, pieces %v: %d groups, largest δ(ε′) − bound %.3g", eps, tc.c, tc.pieces, k, worst)
+		}
+	}
 }

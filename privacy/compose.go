@@ -316,6 +316,11 @@ func calTightest(total Budget, ps []calPart) (calCandidate, error) {
 		// many compositions, but its grid rounding can lose to an exact
 		// path for a handful (e.g. Laplace near its pure-ε scale).
 		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
+		if anyLatticeL2(ps) {
+			// Discrete Gaussian parts with a binding L2 bound in one
+			// window (compose_lattice_l2.go).
+			tries = append(tries, calibrateLatticeL2)
+		}
 	}
 	calls := make([]func() (calCandidate, error), len(tries))
 	for i, f := range tries {
