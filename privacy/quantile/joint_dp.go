@@ -125,6 +125,14 @@ func (dp *jointDP) constants(qs []float64) error {
 		u := b.quo(d, wp)
 		dp.rhoUp[i] = xfromBig(u.lo, u.exp, 2)
 	}
+	dp.powTab = make([]xfloat, min(dp.n+1, powTabSize))
+	for n := range dp.powTab {
+		dp.powTab[n] = dp.powBits(int64(n))
+	}
+	dp.powHigh = make([]xfloat, min(dp.n/powTabSize+1, powTabSize))
+	for n := range dp.powHigh {
+		dp.powHigh[n] = dp.powBits(int64(n) * powTabSize)
+	}
 	// pow's depth: p ≤ nbits factors of depth 2 and p − 1 products; the
 	// factor ρ adds 2 and one product.
 	dp.maxJump = 3*int64(nbits) + 2

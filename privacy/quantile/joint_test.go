@@ -349,3 +349,25 @@ func TestJointMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestJointPowTables: pow's tables are built (every count difference
+// below 2²⁴ takes one product, not a product per bit) and agree with
+// powBits within both depths (the products differ in order), at a depth
+// within the bound jump assumes.
+func TestJointPowTables(t *testing.T) {
+	leaves := []LeafCount{{3, 100_000}, {9, 250_000}}
+	dp, err := Joint{Leaves: 16, Upper: 1}.prepare(leaves, JointOptions{Ranks: []float64{0.5}, Scale: 1, Values: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dp.powTab) != powTabSize || len(dp.powHigh) != int(dp.n/powTabSize)+1 {
+		t.Fatalf("tables of %d and %d powers", len(dp.powTab), len(dp.powHigh))
+	}
+	for _, n := range []int64{0, 1, 4095, 4096, 4097, 123_457, dp.n} {
+		got, want := dp.pow(n), dp.powBits(n)
+		rel := math.Ldexp(got.m, int(got.e-want.e))/want.m - 1 // both within their depths of β^n
+		if math.Abs(rel) > float64(got.d+want.d)*unitRoundoff || int64(got.d) > dp.maxJump-3 {
+			t.Errorf("pow(%d) = %v, powBits %v (depth bound %d)", n, got, want, dp.maxJump-3)
+		}
+	}
+}
