@@ -29,7 +29,7 @@ import (
 // in stage 2 of scale-out. The draws come from the release's keyed stream
 // in rank order, so a replay selects the same edges.
 type quantileSelectAgg struct {
-	aggBase
+	leafSelectBase
 	ranks int // the number of ranks released (windows.quantiles)
 	// groups, values and total are bounds.max_groups, bounds.max_values
 	// and bounds.max_contributions (0 at event level, where every bound
@@ -37,11 +37,17 @@ type quantileSelectAgg struct {
 	groups, values, total int
 }
 
-func (quantileSelectAgg) name() string      { return AggQuantiles }
-func (quantileSelectAgg) kind() schema.Kind { return schema.KindQuantiles }
-func (quantileSelectAgg) valued() bool      { return true }
+// leafSelectBase is what the quantiles' selection mechanisms
+// (quantileSelectAgg, quantileJointAgg) share as aggregates: the name,
+// kind and values of the quantiles, and the tree's leaf histogram as
+// their state.
+type leafSelectBase struct{ aggBase }
 
-func (quantileSelectAgg) enable(w *windows.Config, c Config, n int) {
+func (leafSelectBase) name() string      { return AggQuantiles }
+func (leafSelectBase) kind() schema.Kind { return schema.KindQuantiles }
+func (leafSelectBase) valued() bool      { return true }
+
+func (leafSelectBase) enable(w *windows.Config, c Config, n int) {
 	quantilesAgg{}.enable(w, c, n) // the same leaf histogram
 }
 
@@ -52,10 +58,18 @@ const selectionSeries = "selection"
 // G, or 2G replacing units); under a binding total bound the pure-ε
 // composition counts the L1 bound's selections instead (selectTotal).
 func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
-	k := float64(a.ranks) * sens.Units.L0
-	spec := partSpec{series: selectionSeries, integer: true, selection: true,
+	l1, ok := a.selectTotal(sens.ReplaceOne)
+	return selectionParts(selectionSeries, float64(a.ranks)*sens.Units.L0, l1, ok)
+}
+
+// selectionParts is the one part of k pure-ε selections at L∞ = 1 named
+// series, composed when total by the total bound's l1 selections under
+// pure ε (partSpec.pureL0) and packed into selectPacked groups with δ > 0
+// (partSpec.deltaL0).
+func selectionParts(series string, k, l1 float64, total bool) []partSpec {
+	spec := partSpec{series: series, integer: true, selection: true,
 		sens: windows.Sensitivity{L0: k, Linf: 1, L1: k, L2: math.Sqrt(k)}}
-	if l1, ok := a.selectTotal(sens.ReplaceOne); ok {
+	if total {
 		spec.sens.L1, spec.sens.L2, spec.sens.Total = l1, math.Sqrt(l1), true
 		spec.pureL0, spec.deltaL0 = l1, selectPacked(l1, k)
 	}
@@ -69,17 +83,11 @@ func (a quantileSelectAgg) parts(sens windows.Sensitivities) []partSpec {
 // every rank's stated rank
 // error at level 1 − β/ranks, so that the ranks' bounds hold together.
 func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
-	if len(ap.noises) != 1 {
-		return fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
+	leaves, err := completeSelection(ap, c)
+	if err != nil {
+		return err
 	}
-	b, d := c.Windows.quantileTree()
-	leaves := windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves()
 	ap.selector = quantile.Exponential{Leaves: leaves, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
-	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
-	if c.Schema.UnitField == "" {
-		ap.selValues, ap.selReplace = 1, false
-	}
-	ap.ranks = slices.Clone(c.Windows.quantileRanks())
 	ap.labels, ap.selError = nil, nil
 	for _, r := range ap.ranks {
 		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))
@@ -90,6 +98,34 @@ func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
 		ap.selError = append(ap.selError, e)
 	}
 	return nil
+}
+
+// completeSelection plans what the exponential and the joint mechanism
+// share: it checks ap has its one part and sets the bound Vm behind the
+// score's sensitivity (selectValues: max_values, or max_contributions
+// when smaller; 1 at event level; replacing units with a max_units cap)
+// and the configured ranks, and returns the number of leaves (the
+// candidates are their edges).
+func completeSelection(ap *aggPlan, c Config) (int, error) {
+	if len(ap.noises) != 1 {
+		return 0, fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
+	}
+	b, d := c.Windows.quantileTree()
+	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
+	if c.Schema.UnitField == "" {
+		ap.selValues, ap.selReplace = 1, false
+	}
+	ap.ranks = slices.Clone(c.Windows.quantileRanks())
+	return windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves(), nil
+}
+
+// leafCounts returns g's exact leaf histogram as the selections take it.
+func leafCounts(g *windows.Group) []quantile.LeafCount {
+	leaves := make([]quantile.LeafCount, len(g.Leaves))
+	for i, l := range g.Leaves {
+		leaves[i] = quantile.LeafCount{Leaf: l.Leaf, Count: l.Count}
+	}
+	return leaves
 }
 
 // selectOptions is rank r's selection with the plan's scale and bounds.
@@ -114,10 +150,7 @@ func (quantileSelectAgg) note(ap *aggPlan) string {
 // the rank_error series states each rank's bound (see complete).
 func (quantileSelectAgg) release(_ *plan, ap *aggPlan, g *windows.Group, s *rng.Stream) ([]schema.Series, error) {
 	n := &ap.noises[0]
-	leaves := make([]quantile.LeafCount, len(g.Leaves))
-	for i, l := range g.Leaves {
-		leaves[i] = quantile.LeafCount{Leaf: l.Leaf, Count: l.Count}
-	}
+	leaves := leafCounts(g)
 	level := 1 - n.beta
 	qs := schema.Series{
 		Name: schema.SeriesQuantiles, Mechanism: n.mech.Name(), Scale: n.scale, Level: level,

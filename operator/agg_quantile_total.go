@@ -1,7 +1,8 @@
 package operator
 
 // agg_quantile_total.go: the quantiles' exponential mechanism under the
-// per-unit total bound (bounds.max_contributions).
+// per-unit total bound (bounds.max_contributions), and the joint
+// exponential mechanism's (jointTotal, below).
 //
 // A unit keeps m_g ≤ Vm = min(V, T) values in group g (V =
 // bounds.max_values, T = bounds.max_contributions), Σ_g m_g ≤ T, in at
@@ -60,6 +61,50 @@ func (a quantileSelectAgg) selectTotal(replace bool) (float64, bool) {
 		n *= 2
 	}
 	return float64((n + vm - 1) / vm), true
+}
+
+// jointTotal returns the L1 bound of the joint selections (one per group,
+// quantileJointAgg) a unit can move, in selections' worth of ε rounded up
+// to a whole number (integer arithmetic): ⌈T/Vm⌉, the same for replacing
+// units, and whether it binds (T < G·Vm; false without a total bound and
+// at event level). Binding, it is at most G, the part's L0 (2G replacing
+// units).
+//
+// The derivation. Group g's joint selection (quantile.Joint) draws tuple
+// t with probability ∝ exp(−γ·c(t)), γ = ε'/(2Δ), ε' = 1/scale and Δ the
+// loss's sensitivity at Vm: 2Vm, 4Vm replacing units. It depends on ε'
+// and Δ only through their ratio, so run at (ε', Δ) it is the mechanism
+// run at (c·ε', c·Δ) for every c > 0, which is (c·ε')-DP for a neighbour
+// that moves every tuple's loss by at most c·Δ (McSherry & Talwar 2007:
+// the loss moves in either direction, so the ratio of the weights and of
+// the normalisers each contribute c·ε'/2). A unit with m_g ≤ Vm values in
+// g moves g's loss by at most 2·m_g (quantile.Joint's doc): c_g =
+// 2m_g/(2Vm) = m_g/Vm. Replacing unit u (m_g values in g) by w (m′_g)
+// moves it by at most 2(m_g + m′_g) (removing u, then adding w): c_g =
+// 2(m_g + m′_g)/(4Vm) = (m_g + m′_g)/(2Vm). The groups' draws are
+// independent, so pure ε adds up over the groups: with Σ_g m_g ≤ min(T,
+// G·Vm) (and the same for w) a unit spends at most
+//
+//	Σ_g m_g/Vm/scale ≤ min(T/Vm, G)/scale                 (add or remove)
+//	Σ_g (m_g + m′_g)/(2Vm)/scale ≤ min(T/Vm, G)/scale     (replace)
+//
+// an L1 bound of T/Vm selections at L∞ = 1, below L0 = G when T < G·Vm.
+// (Replacing units the same sum shows G selections suffice where the part
+// states L0 = 2G; the plan keeps the 2G of windows' Units.L0 there, which
+// is valid and conservative.) The pure-ε composition uses the bound
+// (partSpec.pureL0, and the pure accountant under every budget); with δ >
+// 0 the PLD accountant composes the selections packed as the exponential
+// mechanism's (selectPacked, selectionParts): the argument above needs
+// only independent draws of costs c_g ≤ 1 adding up to at most the L1
+// bound, which the joint selections are. privacy/quantile's
+// TestJointPrivacyExactTotal checks the bound over every neighbour of
+// small multi-group windows.
+func (a quantileJointAgg) jointTotal() (float64, bool) {
+	vm := selectValues(a.values, a.total)
+	if a.total <= 0 || vm <= 0 || a.total >= a.groups*vm {
+		return 0, false
+	}
+	return float64((a.total + vm - 1) / vm), true
 }
 
 // selectPacked returns the selections' count the PLD accountant composes

@@ -31,15 +31,19 @@ func (quantilesAgg) enable(w *windows.Config, c Config, _ int) {
 }
 
 // variant returns the quantiles' type for windows.quantile_mechanism:
-// the tree (quantilesAgg) or the exponential mechanism
-// (quantileSelectAgg); "auto" is resolved by buildPlan, which plans both.
+// the tree (quantilesAgg), the exponential mechanism (quantileSelectAgg)
+// or the joint exponential mechanism (quantileJointAgg); "auto" is
+// resolved by buildPlan, which plans the candidates (plan_quantile.go).
 func (a quantilesAgg) variant(c Config) aggregator {
-	if c.Windows.quantileMechanism() == QuantileExponential {
-		q := quantileSelectAgg{ranks: len(c.Windows.quantileRanks())}
-		if c.Schema.UnitField != "" {
-			q.groups, q.values, q.total = c.Bounds.MaxGroups, c.Bounds.MaxValues, c.Bounds.MaxContributions
-		}
-		return q
+	var groups, values, total int
+	if c.Schema.UnitField != "" {
+		groups, values, total = c.Bounds.MaxGroups, c.Bounds.MaxValues, c.Bounds.MaxContributions
+	}
+	switch c.Windows.quantileMechanism() {
+	case QuantileExponential:
+		return quantileSelectAgg{ranks: len(c.Windows.quantileRanks()), groups: groups, values: values, total: total}
+	case QuantileJoint:
+		return quantileJointAgg{groups: groups, values: values, total: total}
 	}
 	return a
 }
@@ -77,6 +81,13 @@ type quantilePlan struct {
 	selValues  int64
 	selReplace bool
 	selError   []float64
+	// The joint exponential mechanism's (quantileJointAgg.complete; it
+	// also sets selValues, selReplace and selError): the candidates, the
+	// ranks sorted and jointOrder[i], the configured index of the i-th
+	// sorted rank.
+	joint      quantile.Joint
+	jointRanks []float64
+	jointOrder []int
 }
 
 // complete plans the quantiles: their ranks and labels, the tree, and the

@@ -24,8 +24,26 @@ import (
 // operator's path: the leaf counts, the bound V and the plan's scale.)
 func TestSelectPrivacyAudit(t *testing.T) {
 	t.Parallel() // computes alone; no shared state (docs/development.md)
+	selectAudit(t, QuantileExponential)
+}
+
+// TestJointPrivacyAudit is TestSelectPrivacyAudit for the joint
+// exponential mechanism: one selection per group at ε = 1/scale releases
+// every rank, so each rank's value (post-processing of the tuple) has a
+// privacy loss of at most that ε; same false-failure rate. (The exact
+// audit is privacy/quantile's TestJointPrivacyExact and, under the total
+// bound, TestJointPrivacyExactTotal.)
+func TestJointPrivacyAudit(t *testing.T) {
+	t.Parallel() // computes alone; no shared state (docs/development.md)
+	selectAudit(t, QuantileJoint)
+}
+
+// selectAudit runs the streaming audit of TestSelectPrivacyAudit for the
+// selection mechanism mech (exponential or joint): every rank's released
+// value against the claim of one selection's ε.
+func selectAudit(t *testing.T, mech string) {
 	base := genStream(streamAuditSeed, streamAuditWindows, streamAuditUsers)
-	c, o := exponentialOperator(t, statsAuditConfig(AggQuantiles))
+	c, o := quantileOperator(t, statsAuditConfig(AggQuantiles), mech)
 	p := o.plan
 	ap := &p.aggs[0]
 	items := baseItems(base, c.Windows.AllowedLateness)
@@ -69,9 +87,13 @@ func TestSelectPrivacyAudit(t *testing.T) {
 		return ys
 	}
 	y0, y1 := draw(w0, 0), draw(w1, 1)
+	edge, leaves := ap.selector.Edge, ap.selector.Leaves
+	if mech == QuantileJoint {
+		edge, leaves = ap.joint.Edge, ap.joint.Leaves
+	}
 	var th []float64
-	for j := range ap.selector.Leaves {
-		th = append(th, (ap.selector.Edge(j)+ap.selector.Edge(j+1))/2)
+	for j := range leaves {
+		th = append(th, (edge(j)+edge(j+1))/2)
 	}
 	claim := ap.noises[0].sens.Linf / ap.noises[0].scale
 	for k, r := range ap.ranks {
@@ -79,7 +101,7 @@ func TestSelectPrivacyAudit(t *testing.T) {
 			t.Fatalf("rank %g: %d and %d releases of group %q", r, len(y0[k]), len(y1[k]), group)
 		}
 		eps, where, _ := streamLoss(y0[k], y1[k], th, 0, streamAuditAlpha)
-		t.Logf("rank %g (group %s, window %d): ε̂ = %.4f ≤ claim %.4f (event %s)", r, group, w0.Start, eps, claim, where)
+		t.Logf("%s, rank %g (group %s, window %d): ε̂ = %.4f ≤ claim %.4f (event %s)", mech, r, group, w0.Start, eps, claim, where)
 		if eps > claim || math.IsNaN(eps) {
 			t.Errorf("rank %g: privacy loss lower bound %.4f exceeds one selection's ε %.4f", r, eps, claim)
 		}

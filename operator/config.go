@@ -227,9 +227,13 @@ type WindowsConfig struct {
 	// QuantileTree ("tree", the default when empty: a noised quantile
 	// tree, every rank from one tree, value intervals), QuantileExponential
 	// ("exponential": permute-and-flip over the leaf edges, ε split evenly
-	// over the ranks; rank-error bounds, value interval [lower, upper]) or
-	// QuantileAuto ("auto": the one whose stated rank-error bound, the
-	// largest over the ranks, is smaller for this configuration).
+	// over the ranks; rank-error bounds, value interval [lower, upper]),
+	// QuantileJoint ("joint": all ranks of a group in one draw of the
+	// joint exponential mechanism at the group's whole ε; at most
+	// quantile.MaxJointRanks ranks) or QuantileAuto ("auto": the tree or
+	// the exponential mechanism, whichever's stated rank-error bound, the
+	// largest over the ranks, is smaller for this configuration, the
+	// exponential one released jointly for two ranks or more).
 	QuantileMechanism string `mapstructure:"quantile_mechanism"`
 }
 
@@ -240,8 +244,13 @@ const (
 	// QuantileExponential releases each quantile by permute-and-flip (an
 	// exponential-mechanism selection) over the leaf histogram.
 	QuantileExponential = "exponential"
+	// QuantileJoint releases all ranks of a group in one selection of the
+	// joint exponential mechanism (Gillenwater, Joseph & Kulesza 2021)
+	// over the leaf histogram.
+	QuantileJoint = "joint"
 	// QuantileAuto picks QuantileTree or QuantileExponential by their
-	// stated rank-error bounds.
+	// stated rank-error bounds, and QuantileJoint in place of
+	// QuantileExponential for two ranks or more (plan_quantile.go).
 	QuantileAuto = "auto"
 )
 

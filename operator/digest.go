@@ -69,9 +69,19 @@ type quantileShape struct {
 	Branching int       `json:"branching"`
 	Depth     int       `json:"depth"`
 	// Mechanism is windows.quantile_mechanism, omitted for the tree (the
-	// default: digests without it are unchanged).
+	// default: digests without it are unchanged); autoJointDigest for
+	// "auto" where it may choose the joint mechanism.
 	Mechanism string `json:"mechanism,omitempty"`
 }
+
+// autoJointDigest is quantileShape.Mechanism for windows.quantile_mechanism
+// "auto" with ranks for which auto may choose the joint exponential
+// mechanism (autoJointRanks). Before "joint" existed auto released such a
+// configuration by the exponential mechanism (one draw per rank); the
+// digest names the new resolution, so its noise streams are new and a
+// window released by the earlier auto never shares draws with the same
+// window released jointly.
+const autoJointDigest = "auto/joint"
 
 // ReleaseDigest returns the hex SHA-256 digest of everything in c that
 // shapes a release (see releaseShape). The noise of every release message
@@ -117,6 +127,9 @@ func ReleaseDigest(c Config) (string, error) {
 		s.Quantiles = &quantileShape{Ranks: c.Windows.quantileRanks(), Branching: b, Depth: d}
 		if m := c.Windows.quantileMechanism(); m != QuantileTree {
 			s.Quantiles.Mechanism = m
+		}
+		if s.Quantiles.Mechanism == QuantileAuto && autoJointRanks(len(s.Quantiles.Ranks)) {
+			s.Quantiles.Mechanism = autoJointDigest
 		}
 	}
 	// encoding/json writes struct fields in declaration order and map keys

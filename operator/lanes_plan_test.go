@@ -38,8 +38,8 @@ func TestLaneAssumptions(t *testing.T) {
 // the first measure's is every measure's (docs/aggregates.md, "Several
 // measures"). Checked at TestQuantileAuto's setting (V = 1, ε = 1), with
 // the exponential mechanism chosen (the default three ranks, laplace and
-// δ = 0) and the tree chosen (99 percentiles: ε/99 per selection,
-// gaussian).
+// δ = 0; released by the joint mechanism: two ranks or more) and the tree
+// chosen (99 percentiles: ε/99 per selection, gaussian).
 func TestAutoQuantilesEveryMeasure(t *testing.T) {
 	percentiles := make([]float64, 99)
 	for i := range percentiles {
@@ -48,7 +48,7 @@ func TestAutoQuantilesEveryMeasure(t *testing.T) {
 	for _, tc := range []struct {
 		mech      string
 		ranks     []float64
-		wantExpon bool
+		wantJoint bool
 	}{{"laplace", nil, true}, {"gaussian", percentiles, false}} {
 		c := quantileConfig(1, 1, 1e-6)
 		c.Schema.Measures = []schema.Measure{{Name: "voltage", Field: "voltage", Lower: 200, Upper: 260}, {Name: "temp", Field: "temp", Lower: -20, Upper: 40}}
@@ -73,8 +73,8 @@ func TestAutoQuantilesEveryMeasure(t *testing.T) {
 			if la, ok := a.(laneAgg); ok {
 				a = la.inner
 			}
-			if _, expon := a.(quantileSelectAgg); expon != tc.wantExpon {
-				t.Errorf("%s: %s is exponential %v, want %v (%q)", tc.mech, ap.name, expon, tc.wantExpon, p.choices)
+			if _, joint := a.(quantileJointAgg); joint != tc.wantJoint {
+				t.Errorf("%s: %s is joint %v, want %v (%q)", tc.mech, ap.name, joint, tc.wantJoint, p.choices)
 			}
 			one := &plan{aggs: []aggPlan{*ap}}
 			bounds = append(bounds, quantileRankBound(one))

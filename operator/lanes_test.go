@@ -466,13 +466,13 @@ func TestPartialLanesCodec(t *testing.T) {
 	}
 }
 
-// TestLanesQuantiles: an extra measure's quantiles (tree and exponential
-// mechanism) span the measure's own range, and a window of the lanes
+// TestLanesQuantiles: an extra measure's quantiles (tree, exponential
+// and joint exponential mechanism) span the measure's own range, and a window of the lanes
 // stream releases quantiles:voltage within [200, 260] and quantiles of kwh
 // within [0, 0.5]. Old code (before the lane's range reached complete):
 // the voltage tree spanned kwh's [0, 0.5].
 func TestLanesQuantiles(t *testing.T) {
-	for _, mech := range []string{QuantileTree, QuantileExponential} {
+	for _, mech := range []string{QuantileTree, QuantileExponential, QuantileJoint} {
 		c := laneConfig([]string{"127.0.0.1:9092"}, "in", "out", "g")
 		c.Windows.Aggregates = []string{AggCount, AggQuantiles}
 		c.Schema.Histograms = nil
@@ -480,8 +480,11 @@ func TestLanesQuantiles(t *testing.T) {
 		p := testPlan(t, c)
 		ap := p.aggs[len(p.aggs)-1]
 		lo, hi := ap.tree.Lower, ap.tree.Upper
-		if mech == QuantileExponential {
+		switch mech {
+		case QuantileExponential:
 			lo, hi = ap.selector.Lower, ap.selector.Upper
+		case QuantileJoint:
+			lo, hi = ap.joint.Lower, ap.joint.Upper
 		}
 		if ap.name != "quantiles:voltage" || lo != laneVoltLower || hi != laneVoltUpper {
 			t.Fatalf("%s: last aggregate %s over [%g, %g], want quantiles:voltage over [200, 260]", mech, ap.name, lo, hi)

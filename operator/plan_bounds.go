@@ -119,6 +119,10 @@ func boundNames(agg, series string) partBounds {
 			l2:      "√(" + groups + " × windows.quantile_depth) × " + values,
 			l1Total: "windows.quantile_depth × bounds.max_contributions",
 			l2Total: "√(windows.quantile_depth) × bounds.max_contributions with " + values}
+	case series == jointSeries:
+		return partBounds{l1: groups + " (one joint selection per group)", l2: "√(" + groups + ")",
+			l1Total: "bounds.max_contributions / min(" + values + ", bounds.max_contributions), rounded up",
+			l2Total: "√(bounds.max_contributions / min(" + values + ", bounds.max_contributions))"}
 	case series == selectionSeries:
 		return partBounds{l1: "windows.quantiles (ranks) × " + groups, l2: "√(windows.quantiles (ranks) × " + groups + ")",
 			l1Total: "windows.quantiles (ranks) × bounds.max_contributions / min(" + values + ", bounds.max_contributions), rounded up",

@@ -2,7 +2,8 @@ package operator
 
 // plan_quantile.go resolves windows.quantile_mechanism "auto": the plan
 // is built with the tree and with the exponential mechanism, and the one
-// whose stated rank-error bound is smaller is kept.
+// whose stated rank-error bound is smaller is kept — the exponential one
+// released by the joint exponential mechanism for two ranks or more.
 
 import (
 	"fmt"
@@ -13,14 +14,17 @@ import (
 	"github.com/dpstream/dpstream/windows"
 )
 
-// autoQuantilePlan builds the plan of c with each quantile mechanism and
-// returns the one whose rank-error bound (quantileRankBound) is smaller;
-// the tree on a tie or when the other cannot be planned. Both plans are
-// complete calibrations of the same release (the budget, the other
-// aggregates and their joint calibration included), so the comparison is
-// of what the release would state. The choice is a function of the
-// configuration (and, when recalibrating, of the ledger's recalibration r)
-// only, so every instance and every restart makes the same.
+// autoQuantilePlan builds the plan of c with the tree and with the
+// exponential mechanism and keeps the one whose rank-error bound
+// (quantileRankBound) is smaller; the tree on a tie or when the other
+// cannot be planned. Both plans are complete calibrations of the same
+// release (the budget, the other aggregates and their joint calibration
+// included), so the comparison is of what the release would state. When
+// the exponential mechanism wins and there are two ranks or more
+// (autoJointRanks), the joint exponential mechanism releases them in its
+// place (autoJoint). The choice is a function of the configuration (and,
+// when recalibrating, of the ledger's recalibration r) only, so every
+// instance and every restart makes the same.
 func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec) (*plan, error) {
 	ct, ce := c, c
 	ct.Windows.QuantileMechanism, ce.Windows.QuantileMechanism = QuantileTree, QuantileExponential
@@ -32,33 +36,75 @@ func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *rec
 	case errE != nil:
 		return pt, nil
 	case errT != nil:
-		return pe, nil
+		return autoJoint(c, dec, wcfg, r, pe, math.NaN()), nil
 	}
 	bt, be := quantileRankBound(pt), quantileRankBound(pe)
-	best, other, name := pt, be, QuantileTree
 	if be < bt {
-		best, other, name = pe, bt, QuantileExponential
+		return autoJoint(c, dec, wcfg, r, pe, bt), nil
 	}
-	best.choices = append(best.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g)",
-		name, quantileRankBound(best), otherMechanism(name), other))
-	best.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g)",
-		name, quantileRankBound(best), otherMechanism(name), other)
-	return best, nil
+	pt.choices = append(pt.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g)",
+		QuantileTree, bt, QuantileExponential, be))
+	pt.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g)",
+		QuantileTree, bt, QuantileExponential, be)
+	return pt, nil
 }
 
-// otherMechanism names the quantile mechanism auto did not choose.
-func otherMechanism(name string) string {
-	if name == QuantileTree {
-		return QuantileExponential
+// autoJointRanks reports whether auto releases k ranks by the joint
+// exponential mechanism where the exponential mechanism wins: two ranks
+// or more (one rank is the same selection either way), at most
+// quantile.MaxJointRanks.
+func autoJointRanks(k int) bool { return k >= 2 && k <= quantile.MaxJointRanks }
+
+// autoJoint returns the plan auto keeps once the exponential mechanism
+// (pe) has won against the tree's rank-error bound bt (NaN: the tree
+// cannot be planned). With two ranks or more it is c's plan with the
+// joint exponential mechanism: its union-bound statement of the rank
+// error is looser than the per-rank one, but its measured rank errors are
+// smaller at every rank of issue 20's settings (internal/peers/README.md,
+// "The S2 p99 gap"). Else, or when the joint plan cannot be built, it is
+// pe (its choices and note as before the joint mechanism existed). The
+// plan's choices and note say which and why.
+func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec, pe *plan, bt float64) *plan {
+	be := quantileRankBound(pe)
+	k := len(c.Windows.quantileRanks())
+	var pj *plan
+	var errJ error
+	if autoJointRanks(k) {
+		cj := c
+		cj.Windows.QuantileMechanism = QuantileJoint
+		pj, errJ = buildPlanWith(cj, dec, wcfg, r)
 	}
-	return QuantileTree
+	switch {
+	case math.IsNaN(bt) && pj == nil:
+		return pe
+	case pj == nil:
+		pe.choices = append(pe.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g)",
+			QuantileExponential, be, QuantileTree, bt))
+		pe.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g)",
+			QuantileExponential, be, QuantileTree, bt)
+		if errJ != nil {
+			pe.note += fmt.Sprintf("; the joint mechanism cannot be planned: %v", errJ)
+		}
+		return pe
+	}
+	why := fmt.Sprintf("the exponential mechanism's rank-error bound %.4g is below the tree's %.4g", be, bt)
+	if math.IsNaN(bt) {
+		why = "the tree cannot be planned"
+	}
+	because := fmt.Sprintf("%s; its %d ranks are released jointly, one selection per group at the group's whole ε "+
+		"(stated rank-error bound %.4g for all ranks together, against the exponential mechanism's %.4g; the joint mechanism's measured rank errors are smaller at every rank of issue 20's settings)",
+		why, k, quantileRankBound(pj), be)
+	pj.choices = append(pj.choices, fmt.Sprintf("quantiles: %s (auto: %s)", QuantileJoint, because))
+	pj.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (%s)", QuantileJoint, because)
+	return pj
 }
 
 // quantileRankBound returns the largest stated rank error over the ranks
 // of p's quantiles (at the plan's level, all ranks together): the tree's
 // 2(1+q)·H of any value in the interval (quantile.RankError), or the
 // exponential mechanism's tail bound beyond the leaf resolution
-// (quantile.Exponential.RankError). +Inf without quantiles.
+// (quantile.Exponential.RankError, the same for every rank with
+// quantile.Joint.RankError). +Inf without quantiles.
 func quantileRankBound(p *plan) float64 {
 	for i := range p.aggs {
 		ap := &p.aggs[i]

@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/dpstream/dpstream/privacy"
-	"github.com/dpstream/dpstream/windows"
 )
 
 // quantileConfig is one window of quantiles alone, one group (public),
@@ -30,7 +28,14 @@ func quantileConfig(v int, eps, delta float64) Config {
 // "exponential" and its operator (test key).
 func exponentialOperator(t *testing.T, c Config) (Config, *Operator) {
 	t.Helper()
-	c.Windows.QuantileMechanism = QuantileExponential
+	return quantileOperator(t, c, QuantileExponential)
+}
+
+// quantileOperator returns c with windows.quantile_mechanism mech and its
+// operator (test key).
+func quantileOperator(t *testing.T, c Config, mech string) (Config, *Operator) {
+	t.Helper()
+	c.Windows.QuantileMechanism = mech
 	o, err := New(c, WithKey(testKey()))
 	if err != nil {
 		t.Fatal(err)
@@ -102,26 +107,8 @@ func TestQuantileExponentialRelease(t *testing.T) {
 	if s := o.Sizing().Aggregates[0].Series[0]; s.Mechanism != "exponential" || s.HalfWidth != nil {
 		t.Errorf("plan sizing: %+v, want the exponential selection without a half-width", s)
 	}
-	// 3000 values, 1..3000 / 30 in [0, 100], in their leaves.
-	counts := map[uint32]int64{}
-	const nv = 3000
-	for i := 1; i <= nv; i++ {
-		counts[windows.LeafOf(float64(i)/30, 0, 100, 1<<16)]++
-	}
-	g := p.emptyGroup(p.publicGroups[0])
-	for l, k := range counts {
-		g.Leaves = append(g.Leaves, windows.LeafCount{Leaf: l, Count: k})
-	}
-	slices.SortFunc(g.Leaves, func(a, b windows.LeafCount) int { return int(a.Leaf) - int(b.Leaf) })
-	w := &windows.Window{Start: 0, End: p.size, Groups: []windows.Group{g}}
-	out, _, _, err := p.releaseWindow(w, testKey(), "ns", "i", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	again, _, _, err := p.releaseWindow(w, testKey(), "ns", "i", nil)
-	if err != nil || len(again) != len(out) || string(again[0].value) != string(out[0].value) {
-		t.Fatalf("replay differs (%v)", err)
-	}
+	const nv = 3000 // denseQuantileGroup's values
+	out := releaseReplayed(t, p, denseQuantileGroup(p))
 	qs, re := out[0].rel.Series[0], out[0].rel.Series[1]
 	for k, r := range ap.ranks {
 		v := qs.Floats[k]
@@ -136,12 +123,16 @@ func TestQuantileExponentialRelease(t *testing.T) {
 }
 
 // TestQuantileAuto: "auto" keeps the mechanism with the smaller stated
-// rank-error bound: the exponential mechanism for the default three ranks
-// at setting S1 of issue 20 (V = 1, ε = 1, δ = 1e-6: 90 against the
-// tree's 1003), the tree for 99 percentiles (ε/99 per selection), and
-// the chosen plan is the same as configuring that mechanism (the scales
-// agree). The release digest names "auto" (different noise streams than
-// either fixed choice), and the tree's digest is unchanged by the setting.
+// rank-error bound: the exponential mechanism at setting S1 of issue 20
+// (V = 1, ε = 1, δ = 1e-6: 90 against the tree's 1003 for the default
+// three ranks), released by the joint mechanism for those three ranks
+// and by the exponential one for the median alone, the tree for 99
+// percentiles (ε/99 per selection), and the chosen plan is the same as
+// configuring that mechanism (the scales agree), its choices naming it.
+// The release digest names "auto" (different noise streams than either
+// fixed choice), and the tree's digest is unchanged by the setting. Fails
+// on the code before the joint mechanism for the three ranks (auto chose
+// the exponential mechanism).
 func TestQuantileAuto(t *testing.T) {
 	percentiles := make([]float64, 99)
 	for i := range percentiles {
@@ -150,7 +141,7 @@ func TestQuantileAuto(t *testing.T) {
 	for _, tc := range []struct {
 		ranks []float64
 		want  string
-	}{{nil, QuantileExponential}, {percentiles, QuantileTree}} {
+	}{{nil, QuantileJoint}, {[]float64{0.5}, QuantileExponential}, {percentiles, QuantileTree}} {
 		c := quantileConfig(1, 1, 1e-6)
 		c.Windows.Quantiles = tc.ranks
 		c.Windows.QuantileMechanism = QuantileAuto
@@ -164,7 +155,8 @@ func TestQuantileAuto(t *testing.T) {
 			t.Fatal(err)
 		}
 		got, want := o.plan.aggs[0].noises[0], fixed.plan.aggs[0].noises[0]
-		if got.mech.Name() != want.mech.Name() || got.scale != want.scale || !strings.Contains(o.plan.note, "chosen by auto") {
+		if got.mech.Name() != want.mech.Name() || got.scale != want.scale || !strings.Contains(o.plan.note, "quantile mechanism "+tc.want+" chosen by auto") ||
+			!strings.Contains(strings.Join(o.plan.choices, "; "), "quantiles: "+tc.want+" (auto") || got.coords != want.coords {
 			t.Errorf("%d ranks: auto planned %s at %v, want %s at %v (note %q)", len(tc.ranks), got.mech.Name(), got.scale, want.mech.Name(), want.scale, o.plan.note)
 		}
 	}

@@ -123,25 +123,44 @@ func runAllUntilOutput(t *testing.T, ops []*Operator, cl *clients, out string, n
 // bounds in either (and a per-partition merge of finished windows would
 // have let it count up to 4 times).
 func TestKafkaScaleOutEquivalent(t *testing.T) {
+	scaleOutEquivalent(t, 20, 4, func(*Config) {})
+}
+
+// TestKafkaScaleOutJoint is TestKafkaScaleOutEquivalent for the quantiles
+// by the joint exponential mechanism (with the count), over 8 windows:
+// stage 2 merges the exact leaf histograms, so the joint selections are
+// byte-identical to one instance's.
+func TestKafkaScaleOutJoint(t *testing.T) {
+	scaleOutEquivalent(t, 8, 2, func(c *Config) {
+		c.Windows.Aggregates = []string{AggCount, AggQuantiles}
+		c.Windows.QuantileMechanism = QuantileJoint
+	})
+}
+
+// scaleOutEquivalent publishes genStream's nWindows windows (3 regions,
+// perWindow releases per window and region) with the configuration set
+// changes, by one instance and by three with scale-out, and fails t
+// unless both output topics hold the same releases byte for byte.
+func scaleOutEquivalent(t *testing.T, nWindows, perWindow int, set func(*Config)) {
 	brokers := kafkatest.Brokers(t)
 	cl := testClients(t, brokers)
 	in := uniqueName("dpstream-scale-in")
 	createTopic(t, cl, in, 4)
-	const nWindows = 20
 	s := genStream(31, nWindows, 30)
 	produce(t, brokers, in, spreadMessages(s))
 
 	refOut := uniqueName("dpstream-scale-ref")
 	ref := testConfig(brokers, in, refOut, uniqueName("dpstream-scale-ref"))
 	ref.Kafka.CreateTopics = true
+	set(&ref)
 	op, pub := newTestOperator(t, ref)
-	lastStart := testBase + (nWindows-1)*testSize.Milliseconds()
+	lastStart := testBase + int64(nWindows-1)*testSize.Milliseconds()
 	if err := runUntil(t, op, lastStart, pub, 120*time.Second); err != nil {
 		t.Fatalf("single instance: %v", err)
 	}
 	refRels, refRaw := readReleases(t, cl, refOut)
-	if len(refRels) != nWindows*3*4 {
-		t.Fatalf("single instance published %d releases, want %d", len(refRels), nWindows*3*4)
+	if len(refRels) != nWindows*3*perWindow {
+		t.Fatalf("single instance published %d releases, want %d", len(refRels), nWindows*3*perWindow)
 	}
 
 	out := uniqueName("dpstream-scale-out")
@@ -149,6 +168,7 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 	c.Kafka.CreateTopics = true
 	c.Kafka.ScaleOut = true
 	c.Observability.SensitiveMetrics = true // dpstream_partials_written_total
+	set(&c)
 	var ops []*Operator
 	for range 3 {
 		op, _ := newTestOperator(t, c)
@@ -159,7 +179,7 @@ func TestKafkaScaleOutEquivalent(t *testing.T) {
 	for _, op := range ops {
 		partials += counter(t, op.reg, "dpstream_partials_written_total", "")
 	}
-	if partials < nWindows*4 { // at least one partial per window and input partition
+	if partials < float64(nWindows*4) { // at least one partial per window and input partition
 		t.Errorf("dpstream_partials_written_total over the instances = %v, want ≥ %d", partials, nWindows*4)
 	}
 	_, raw := readReleases(t, cl, out) // fails on a key published twice

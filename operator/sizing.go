@@ -115,6 +115,9 @@ type SeriesSizing struct {
 	// Running is how the series' running totals are released (null:
 	// no windows.running, or not a count or sum).
 	Running *RunningSizing `json:"running,omitempty"`
+	// Quantiles is how the joint exponential mechanism's selection
+	// releases the quantiles (omitted for every other series).
+	Quantiles *QuantileSizing `json:"quantiles,omitempty"`
 }
 
 // SelectionSizing is private group selection: a group is released in a
@@ -223,6 +226,9 @@ func (p *plan) sizing(c Config, sz Sizes) *Sizing {
 				Level: 1 - n.beta, Sensitivity: p.seriesSensitivity(n)}
 			if n.kind != selectExact { // a selection adds no noise: no half-width
 				ss.HalfWidth = ptr(n.half)
+			}
+			if q := quantileSizing(ap, n); q != nil {
+				ss.Mechanism, ss.Quantiles = q.Mechanism, q
 			}
 			if ap.agg.running() && c.Windows.Running {
 				ss.Running = p.runningSizing(c, n)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dpstream/dpstream/operator/keyfile"
 	"github.com/dpstream/dpstream/privacy"
+	"github.com/dpstream/dpstream/privacy/quantile"
 	"github.com/dpstream/dpstream/schema"
 	"github.com/dpstream/dpstream/windows"
 )
@@ -235,8 +236,13 @@ func (w WindowsConfig) check(p *problems, s schema.Config) {
 	}
 	switch w.QuantileMechanism {
 	case "", QuantileTree, QuantileExponential, QuantileAuto:
+	case QuantileJoint:
+		if n := len(w.quantileRanks()); n > quantile.MaxJointRanks {
+			p.addf("windows.quantiles: %d ranks; windows.quantile_mechanism %s selects at most %d (use exponential or tree, or fewer ranks)",
+				n, QuantileJoint, quantile.MaxJointRanks)
+		}
 	default:
-		p.addf("windows.quantile_mechanism: %q: want %s, %s or %s", w.QuantileMechanism, QuantileTree, QuantileExponential, QuantileAuto)
+		p.addf("windows.quantile_mechanism: %q: want %s, %s, %s or %s", w.QuantileMechanism, QuantileTree, QuantileExponential, QuantileJoint, QuantileAuto)
 	}
 	switch {
 	case w.MaxSkew < 0:

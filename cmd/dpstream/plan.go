@@ -126,6 +126,7 @@ func writePlan(out io.Writer, s *operator.Sizing) error {
 		return err
 	}
 	writeRunning(out, s)
+	writeQuantiles(out, s)
 	if sel := s.Selection; sel != nil {
 		fmt.Fprintf(out, "\ngroup selection: a group is released in a window only if its units + noise ≥ %s (%s, scale %s)\n",
 			g(sel.Threshold), sel.Mechanism, g(sel.Scale))
@@ -192,6 +193,25 @@ func writeSensitivities(out io.Writer, s *operator.Sizing) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// writeQuantiles prints how the joint exponential mechanism releases the
+// quantiles: one selection per group, its ε and the rank-error bound.
+func writeQuantiles(out io.Writer, s *operator.Sizing) {
+	for _, a := range s.Aggregates {
+		for _, r := range a.Series {
+			if q := r.Quantiles; q != nil {
+				ranks := make([]string, len(q.Ranks))
+				for i, x := range q.Ranks {
+					ranks[i] = g(x)
+				}
+				fmt.Fprintf(out, "\n%s: %s exponential mechanism, %d selection of all ranks (%s) per group and window at ε = %s\n",
+					a.Aggregate, q.Mechanism, q.Selections, strings.Join(ranks, ", "), g(q.Epsilon))
+				fmt.Fprintf(out, "  with level %s for all ranks together, every released edge's rank is within %s of rank·N beyond the leaf resolution\n",
+					pct(q.Level), g(q.RankError))
+			}
+		}
+	}
 }
 
 // writeRunning prints how the running totals are released, per series.

@@ -162,14 +162,7 @@ func TestPlanShowsBindingBounds(t *testing.T) {
 			t.Errorf("plan output lacks %q:\n%s", want, out)
 		}
 	}
-	js, err := runCLI(t, append(args, "--json")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var s operator.Sizing
-	if err := json.Unmarshal([]byte(js), &s); err != nil {
-		t.Fatalf("%v\n%s", err, js)
-	}
+	s := planJSON(t, args...)
 	for _, a := range s.Aggregates {
 		if e := a.Series[0].Sensitivity; a.Aggregate == "histogram" && (e == nil || e.L1 != 5 || e.L1Bound != "bounds.max_contributions") {
 			t.Errorf("--json: histogram sensitivity %+v", e)
@@ -225,4 +218,47 @@ func TestPlanLanes(t *testing.T) {
 	if got := strings.Join(names, ","); got != "count,histogram,sum,mean,sum:voltage,mean:voltage,histogram:appliance" || s.Budget.Parts != 9 || len(s.Budget.Lanes) != 2 {
 		t.Errorf("--json: aggregates %s, parts %d, lanes %v", got, s.Budget.Parts, s.Budget.Lanes)
 	}
+}
+
+// TestPlanJoint: `dpstream plan` with windows.quantile_mechanism joint
+// shows the mechanism, one selection of all ranks per group at its ε, the
+// rank-error bound, and the selections' sensitivity (G = max_groups, not
+// ranks × max_groups) in text and --json; with the exponential mechanism
+// the summary is absent. Fails on the code before (joint refused).
+func TestPlanJoint(t *testing.T) {
+	args := []string{"plan", "--config", exampleConfig, "--set", "windows.aggregates=count,quantiles", "--set", "windows.quantile_mechanism=joint"}
+	out, err := runCLI(t, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"quantiles  joint_selection  joint", "quantiles: joint exponential mechanism, 1 selection of all ranks (0.5, 0.9, 0.99) per group and window at ε = ",
+		"every released edge's rank is within ", "quantiles  joint_selection  1   1   1 (bounds.max_groups (one joint selection per group))"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, out)
+		}
+	}
+	s := planJSON(t, args...)
+	q := s.Aggregates[1].Series[0]
+	if q.Mechanism != "joint" || q.Quantiles == nil || q.Quantiles.Selections != 1 || !(q.Quantiles.RankError > 0) || q.Sensitivity == nil || q.Sensitivity.L0 != 1 {
+		t.Errorf("--json: quantiles %+v (%+v)", q, q.Quantiles)
+	}
+	out, err = runCLI(t, "plan", "--config", exampleConfig, "--set", "windows.aggregates=count,quantiles", "--set", "windows.quantile_mechanism=exponential")
+	if err != nil || strings.Contains(out, "joint") {
+		t.Errorf("exponential plan (%v) names the joint mechanism:\n%s", err, out)
+	}
+}
+
+// planJSON runs `dpstream` with args and --json and returns the plan it
+// prints.
+func planJSON(t *testing.T, args ...string) operator.Sizing {
+	t.Helper()
+	js, err := runCLI(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s operator.Sizing
+	if err := json.Unmarshal([]byte(js), &s); err != nil {
+		t.Fatalf("%v\n%s", err, js)
+	}
+	return s
 }

@@ -89,7 +89,7 @@ func main() {
 		gReps    = flag.Int("google-reps", 0, "Google repetitions per setting (0: the defaults)")
 		table    = flag.String("table", "", "print the table of an earlier -json output FILE and exit")
 		aggs     = flag.String("aggregates", strings.Join(dpstreamAggregates, ","), "dpstream aggregates to measure, comma-separated (the table keeps their rows only)")
-		qmech    = flag.String("quantile-mechanism", "auto", "dpstream's windows.quantile_mechanism: tree, exponential or auto")
+		qmech    = flag.String("quantile-mechanism", "auto", "dpstream's windows.quantile_mechanism: tree, exponential, joint or auto")
 		bound    = flag.String("bound", BoundTotal, "dpstream's bound on a unit's histogram and count contributions: total (bounds.max_contributions) or cell (max_buckets × max_per_bucket only)")
 	)
 	flag.Parse()

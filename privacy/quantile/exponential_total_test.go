@@ -178,13 +178,7 @@ func TestExponentialPrivacyExactTotal(t *testing.T) {
 		ranks := rankSets[r.IntN(len(rankSets))]
 		o := SelectOptions{Scale: []float64{0.5, 1, 2}[r.IntN(3)], Values: int64(vm), Replace: replace}
 		us := multisets(e.Leaves, vm)
-		bases := make([][]int64, 2*g)
-		for i := range bases {
-			bases[i] = make([]int64, e.Leaves)
-			for l := range bases[i] {
-				bases[i][l] = int64(r.IntN(4))
-			}
-		}
+		bases := randomBases(r, 2*g, e.Leaves, 4)
 		loss := func(o SelectOptions) float64 {
 			dists := make([][][][]float64, len(bases))
 			for i, b := range bases {
