@@ -47,9 +47,19 @@ const jointSeries = "joint_selection"
 // the PLD accountant composes randomized response per selection over the
 // L0 = G (2G) selections, or over the packed groups under a binding total
 // bound, as for the exponential mechanism (selectionParts).
+//
+// Replacing units without a binding total bound, pure ε composes G, not
+// 2G: group g's loss moves by at most 2(m_g + m′_g) of Δ = 4V, so its
+// selection costs c_g = (m_g + m′_g)/(2V) of its ε (jointTotal's scaling
+// argument), and Σ_g c_g ≤ (G·V + G·V)/(2V) = G over the at most 2G
+// groups the two units touch.
 func (a quantileJointAgg) parts(sens windows.Sensitivities) []partSpec {
 	l1, ok := a.jointTotal()
-	return selectionParts(jointSeries, sens.Units.L0, l1, ok)
+	specs := selectionParts(jointSeries, sens.Units.L0, l1, ok)
+	if !ok && sens.ReplaceOne {
+		specs[0].pureL0 = sens.Units.L0 / 2
+	}
+	return specs
 }
 
 // complete plans the joint selection: the ranks (sorted for the

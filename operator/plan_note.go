@@ -56,8 +56,10 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 			switch {
 			case float64(n.coords) < n.sens.L0 && parts.Delta > 0:
 				fmt.Fprintf(&b, " (a unit moves %g selections; by bounds.max_contributions they pack into %d groups of at most one selection's ε)", n.sens.L0, n.coords)
-			case float64(n.coords) < n.sens.L0:
+			case float64(n.coords) < n.sens.L0 && n.sens.Total:
 				fmt.Fprintf(&b, " (a unit moves %g selections, by bounds.max_contributions at most %d selections' ε in all)", n.sens.L0, n.coords)
+			case float64(n.coords) < n.sens.L0:
+				fmt.Fprintf(&b, " (replacing a unit moves %g selections, at most %d selections' ε in all)", n.sens.L0, n.coords)
 			}
 			continue
 		case n.kind == intExact:

@@ -39,7 +39,9 @@ func TestQuantileJointParts(t *testing.T) {
 	}{
 		{"S2", 1, 5, 0, 0, 0, 1, 2},
 		{"three groups", 3, 5, 0, 0, 0, 3, 6},
-		{"replacing", 1, 5, 0, 100, 0, 2, 4},
+		{"replacing: pure ε composes G", 1, 5, 0, 100, 0, 1, 2},
+		{"replacing, three groups", 3, 5, 0, 100, 0, 3, 6},
+		{"replacing, δ>0: 2G", 3, 5, 0, 100, 1e-6, 6, 0},
 		{"total binds", 3, 5, 6, 0, 0, 2, 4},
 		{"total binds, δ>0", 3, 5, 6, 0, 1e-6, 3, 0},
 		{"total binds, δ>0, packed", 5, 5, 5, 0, 1e-6, 1, 0},
