@@ -317,8 +317,8 @@ func calTightest(total Budget, ps []calPart) (calCandidate, error) {
 		// path for a handful (e.g. Laplace near its pure-ε scale).
 		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
 		if anyLatticeL2(ps) {
-			// Discrete Gaussian parts with a binding L2 bound in one
-			// window (compose_lattice_l2.go).
+			// Discrete Gaussian parts with a binding L2 bound
+			// (compose_lattice_l2.go).
 			tries = append(tries, calibrateLatticeL2)
 		}
 	}
