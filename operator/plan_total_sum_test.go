@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -164,8 +165,9 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 // accountant over the horizon, is within [1, 1.05]× σ_opt (in fact 1 +
 // 1e-4: the rounding's √5 steps, the PLD's pessimism and the lemma's
 // terms), and without the total bound (5·W coordinates at L∞ = 500) at
-// least 2× larger (√5× expected); the plan names the L2 used. Fails on
-// the old code (the L2 accountant applied in one window only: the part
+// least 2× larger (√5× expected); the plan names the L2 used, and the
+// ledger's ε after a quarter of the horizon is the L2 accountant's. Fails
+// on the old code (the L2 accountant applied in one window only: the part
 // was composed as 5·W coordinates, √5× σ_opt).
 func TestTotalBoundSumHorizon(t *testing.T) {
 	b, err := os.ReadFile("../privacy/testdata/dg_l2_horizon_reference.json")
@@ -215,6 +217,17 @@ func TestTotalBoundSumHorizon(t *testing.T) {
 			t.Errorf("W=%d: L2 bound %q, note %q: want %q", r.Windows, e.L2Bound, p.note, used)
 		}
 		t.Logf("W=%d: scale %.8g (L2 optimum %.8g, ratio %.7f), %.6g without the bound (%.4f×)", r.Windows, got, opt, got/opt, without, without/got)
+		// The ledger's ε after a quarter of the horizon (on its grid of
+		// windows): the continuous Gaussian's at √k·500/σ (closed form),
+		// within 1.01× (the lemma's terms, the PLD's pessimism and the
+		// rounding's √5 steps are above it).
+		k := ledgerGrid(r.Windows/4, r.Windows)
+		ref := privacy.GaussianAccountant{Mu: math.Sqrt(float64(k)) * 500 / got}.Epsilon(1e-6)
+		if e := p.ledger.spent(k).Epsilon; e < ref || e > 1.01*ref {
+			t.Errorf("W=%d: the ledger's ε after %d windows %.8g, continuous Gaussian at L2 %.8g", r.Windows, k, e, ref)
+		} else {
+			t.Logf("W=%d: the ledger's ε after %d windows %.8g (continuous Gaussian at L2 %.8g)", r.Windows, k, e, ref)
+		}
 	}
 	if found != 2 {
 		t.Fatalf("%d horizons in the reference, want 2 (16, 256)", found)

@@ -250,3 +250,45 @@ func TestCalibrateLatticeL2Horizon(t *testing.T) {
 		}
 	}
 }
+
+// TestAccountantForLatticeL2: AccountantFor (the ledger's budget spent
+// after k windows) accounts lattice L2 parts by their L2 too. At the
+// scale TestCalibrateLatticeL2Horizon's lattice part gets over W = 256
+// windows (ε = 1, δ = 1e-6), after k = 256 windows the accountant
+// certifies (1, 1e-6) (δ(1) ≤ 1e-6 and ε(1e-6) ≤ 1), and after k = 16
+// and 64 windows its ε(1e-6) is within [1, 1.01]× the continuous
+// Gaussian's at μ = √k·L2/σ (GaussianAccountant, closed form: the lemma's
+// terms and the PLD's pessimism are above it, the 1% is their allowance).
+// Fails on the old code (the part was composed as 5·k coordinates at L∞:
+// the Gaussian's ε at √5× the μ, and at k = 256 not the total).
+func TestAccountantForLatticeL2(t *testing.T) {
+	part := []Part{{Mechanism: DiscreteGaussian{}, L0: 5, Linf: 1<<20 + 1, L2: 1<<20 + 3}}
+	b := Budget{Epsilon: 1, Delta: 1e-6}
+	plans, err := CalibrateParts(Tightest, b, 256, part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scales := []float64{plans[0].Scale}
+	acc, err := AccountantFor(part, scales, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, e := acc.Delta(b.Epsilon), acc.Epsilon(b.Delta); d > b.Delta || e > b.Epsilon {
+		t.Errorf("k = 256: δ(1) = %v, ε(1e-6) = %v: want (1, 1e-6) certified", d, e)
+	}
+	for _, k := range []int{16, 64} {
+		acc, err := AccountantFor(part, scales, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := GaussianAccountant{Mu: math.Sqrt(float64(k)) * part[0].L2 / scales[0]}.Epsilon(b.Delta)
+		got := acc.Epsilon(b.Delta)
+		if r := got / ref; r < 1 || r > 1.01 {
+			t.Errorf("k = %d: ε(1e-6) = %.8g, continuous Gaussian at L2 %.8g (ratio %.6f)", k, got, ref, r)
+		}
+		if d := acc.Delta(got); d > b.Delta*(1+1e-6) {
+			t.Errorf("k = %d: δ(ε(1e-6)) = %v", k, d)
+		}
+		t.Logf("k = %d: ε(1e-6) = %.8g, continuous Gaussian at L2 %.8g (ratio %.6f)", k, got, ref, got/ref)
+	}
+}
