@@ -144,6 +144,7 @@ func TestLatticeL2Applies(t *testing.T) {
 		{calPart{Part: Part{Mechanism: dg, L0: 5, Linf: big}, n: 5, win: 1}, false},                         // no L2
 		{calPart{Part: Part{Mechanism: Laplace{}, L0: 5, Linf: big, L2: 1024003}, n: 5, win: 1}, false},     // not discrete Gaussian
 		{calPart{Part: Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5, L2: 5}, n: 5, win: 1}, false},             // integer patterns
+		{calPart{Part: Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5, L2: 5}, n: 10, win: 2}, false},            // integer patterns, two windows
 	} {
 		if got := c.p.latticeL2(); got != c.want {
 			t.Errorf("%+v: %v, want %v", c.p.Part, got, c.want)
@@ -194,22 +195,20 @@ type dgL2HorizonRef struct {
 	}
 }
 
-// TestCalibrateLatticeL2Horizon: discrete Gaussian parts with a binding L2
-// bound over horizons of W = 16 and 256 windows at ε = 1, δ = 1e-6 in all:
-// TestCalibrateLatticeL2's lattice part, and an integer part (a unit adds
-// at most 5 in all to 5 counts: L0 = 5, L∞ = L1 = L2 = 5, whose exact
-// shift patterns exist in one window only). The continuous Gaussian's L2
-// optimum for W Gaussian mechanisms at L2 is the analytic Gaussian at shift
-// √W·L2 (the composition of W Gaussians is the Gaussian at √W·L2/σ):
-// σ_opt = √W·L2·s₁ with s₁ the σ at shift 1 from gen_dg_l2_horizon.py
-// (mpmath bisection, 25 digits; independent of the Go accountants). The
-// per-window scale is within [1, 1.05]× σ_opt (the PLD's pessimism over W
-// compositions and the lemma's terms: 1 + 1e-4 for the lattice part,
-// about 1.03 for the integer part, whose σ ≈ 90 makes b ≈ 0.03; ≥ 1 − 1e-9:
-// nothing is below the optimum), certified ≤ δ, and without the L2 bound
-// (5·W coordinates at L∞) at least 2× larger (√5× expected). Fails on the
-// old code (the accountant applied in one window only: the parts were
-// composed as 5·W coordinates, ratio √5).
+// TestCalibrateLatticeL2Horizon: TestCalibrateLatticeL2's lattice part over
+// horizons of W = 16 and 256 windows at ε = 1, δ = 1e-6 in all. The
+// continuous Gaussian's L2 optimum for W Gaussian mechanisms at L2 is the
+// analytic Gaussian at shift √W·L2 (the composition of W Gaussians is the
+// Gaussian at √W·L2/σ): σ_opt = √W·L2·s₁ with s₁ the σ at shift 1 from
+// gen_dg_l2_horizon.py (mpmath bisection, 25 digits; independent of the Go
+// accountants). The per-window scale is within [1, 1.05]× σ_opt (the PLD's
+// pessimism over W compositions and the lemma's terms: 1 + 1e-4; ≥ 1 −
+// 1e-9: nothing is below the optimum), certified ≤ δ, and without the L2
+// bound (5·W coordinates at L∞) at least 2× larger (√5× expected). Fails
+// on the old code (the accountant applied in one window only: the part was
+// composed as 5·W coordinates, ratio √5). An integer part (L0 = 5, L∞ =
+// L1 = L2 = 5: shift patterns in one window) keeps its accounting over
+// the horizon: the same scale with and without its L2 bound.
 func TestCalibrateLatticeL2Horizon(t *testing.T) {
 	raw, err := os.ReadFile("testdata/dg_l2_horizon_reference.json")
 	if err != nil {
@@ -222,31 +221,30 @@ func TestCalibrateLatticeL2Horizon(t *testing.T) {
 	s1 := pf(t, ref.SigmaAtUnitShift)
 	dg := DiscreteGaussian{}
 	b := Budget{Epsilon: 1, Delta: 1e-6}
-	for _, c := range []struct {
-		name      string
-		part, old Part
-	}{
-		{"lattice", Part{Mechanism: dg, L0: 5, Linf: 1<<20 + 1, L2: 1<<20 + 3}, Part{Mechanism: dg, L0: 5, Linf: 1<<20 + 1}},
-		{"integer", Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5, L2: 5}, Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5}},
-	} {
-		for _, w := range []int{16, 256} {
-			opt := math.Sqrt(float64(w)) * c.part.L2 * s1
-			got, err := CalibrateParts(Tightest, b, w, []Part{c.part})
-			if err != nil {
-				t.Fatal(err)
-			}
-			old, err := CalibrateParts(Tightest, b, w, []Part{c.old})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := got[0].Scale / opt
-			if r < 1-1e-9 || r > 1.05 || got[0].Accounting != AccountPLD || got[0].Certified > b.Delta {
-				t.Errorf("%s W=%d: scale %.8g, σ_opt %.8g (ratio %.7f), %s, certified %v", c.name, w, got[0].Scale, opt, r, got[0].Accounting, got[0].Certified)
-			}
-			if old[0].Scale < 2*got[0].Scale {
-				t.Errorf("%s W=%d: without L2: %.8g, only %.4g× more", c.name, w, old[0].Scale, old[0].Scale/got[0].Scale)
-			}
-			t.Logf("%s W=%d: scale %.8g, σ_opt %.8g (ratio %.7f), %.8g without L2 (%.4f×)", c.name, w, got[0].Scale, opt, r, old[0].Scale, old[0].Scale/got[0].Scale)
+	scale := func(w int, p Part) Plan {
+		t.Helper()
+		got, err := CalibrateParts(Tightest, b, w, []Part{p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got[0]
+	}
+	for _, w := range []int{16, 256} {
+		l2 := float64(1<<20 + 3)
+		opt := math.Sqrt(float64(w)) * l2 * s1
+		got := scale(w, Part{Mechanism: dg, L0: 5, Linf: 1<<20 + 1, L2: l2})
+		old := scale(w, Part{Mechanism: dg, L0: 5, Linf: 1<<20 + 1})
+		r := got.Scale / opt
+		if r < 1-1e-9 || r > 1.05 || got.Accounting != AccountPLD || got.Certified > b.Delta {
+			t.Errorf("W=%d: scale %.8g, σ_opt %.8g (ratio %.7f), %s, certified %v", w, got.Scale, opt, r, got.Accounting, got.Certified)
+		}
+		if old.Scale < 2*got.Scale {
+			t.Errorf("W=%d: without L2: %.8g, only %.4g× more", w, old.Scale, old.Scale/got.Scale)
+		}
+		t.Logf("W=%d: scale %.8g, σ_opt %.8g (ratio %.7f), %.8g without L2 (%.4f×)", w, got.Scale, opt, r, old.Scale, old.Scale/got.Scale)
+		in, inOld := scale(w, Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5, L2: 5}), scale(w, Part{Mechanism: dg, L0: 5, Linf: 5, L1: 5})
+		if in.Scale != inOld.Scale {
+			t.Errorf("W=%d: integer part %.8g, %.8g without L2: want unchanged", w, in.Scale, inOld.Scale)
 		}
 	}
 }
