@@ -67,7 +67,7 @@ func (p *plan) seriesSensitivity(n *vectorNoise) *SeriesSensitivity {
 	default:
 		out.L1Bound, out.L2Bound = b.l0+" × "+b.per+b.factor, "√("+b.l0+") × "+b.per+b.factor
 	}
-	if l2, ok := n.latticeL2Used(p.compose == 1); ok {
+	if l2, ok := n.latticeL2Used(); ok {
 		out.L2Bound += " (" + latticeL2Words(l2, n.step) + ")"
 	}
 	if p.unit == "" {
@@ -132,15 +132,15 @@ func boundNames(agg, series string) partBounds {
 }
 
 // totalNote is the release note's sentence on the norms of a part that the
-// total bound binds ("" otherwise, so notes without it are unchanged); with
-// one window calibrated (oneWindow) a lattice part also names the L2 its
-// Gaussian accountant uses (privacy/compose_lattice_l2.go).
-func (n *vectorNoise) totalNote(oneWindow bool) string {
+// total bound binds ("" otherwise, so notes without it are unchanged); a
+// lattice part also names the L2 its Gaussian accountant uses
+// (privacy/compose_lattice_l2.go).
+func (n *vectorNoise) totalNote() string {
 	if !n.sens.Total {
 		return ""
 	}
 	s := fmt.Sprintf(", L1=%g and L2=%.6g by bounds.max_contributions", n.sens.L1, n.sens.L2)
-	if l2, ok := n.latticeL2Used(oneWindow); ok {
+	if l2, ok := n.latticeL2Used(); ok {
 		s += "; " + latticeL2Words(l2, n.step)
 	}
 	return s
@@ -148,9 +148,9 @@ func (n *vectorNoise) totalNote(oneWindow bool) string {
 
 // latticeL2Used returns the L2 in grid steps that the Gaussian accountant
 // of a realLattice part uses (privacy/compose_lattice_l2.go): where the
-// total bound binds it and one window is calibrated.
-func (n *vectorNoise) latticeL2Used(oneWindow bool) (float64, bool) {
-	if !n.sens.Total || n.kind != realLattice || !oneWindow {
+// total bound binds it, in one window or over a horizon.
+func (n *vectorNoise) latticeL2Used() (float64, bool) {
+	if !n.sens.Total || n.kind != realLattice {
 		return 0, false
 	}
 	l2 := n.latticeL2(n.coords)
@@ -180,7 +180,8 @@ func latticeL2Words(l2, step float64) string {
 //
 //   - real values under the lattice discrete Gaussian (realLattice) that
 //     the total bound binds: L2 only, in grid units (latticeL2), for the
-//     L2 accountant of privacy/compose_lattice_l2.go (one window). L1 is
+//     L2 accountant of privacy/compose_lattice_l2.go (in one window or
+//     over a horizon of windows). L1 is
 //     not passed: in grid units it is about 2^20 times L∞, far beyond the
 //     shift patterns the PLD enumerates (privacy/compose_total.go).
 func (n *vectorNoise) totalNorms(pt *privacy.Part) {
@@ -200,7 +201,7 @@ func (n *vectorNoise) totalNorms(pt *privacy.Part) {
 		}
 	case n.sens.Total && n.kind == realLattice:
 		if l2 := n.latticeL2(pt.L0); l2 < math.Sqrt(float64(pt.L0))*pt.Linf {
-			pt.L2 = l2 // privacy uses it in one window only (calPart.latticeL2)
+			pt.L2 = l2 // privacy's L2 accountant (calPart.latticeL2)
 		}
 	}
 }

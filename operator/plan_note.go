@@ -77,7 +77,7 @@ func (p *plan) describe(c Config, used privacy.Accounting, parts, ideal privacy.
 		if n.kind == realSnapped || n.kind == realLattice {
 			b.WriteString("+step")
 		}
-		b.WriteString(n.totalNote(p.compose == 1))
+		b.WriteString(n.totalNote())
 		b.WriteString(")")
 	}
 	if parts != ideal {

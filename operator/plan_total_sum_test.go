@@ -7,7 +7,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/dpstream/dpstream/privacy"
 	"github.com/dpstream/dpstream/schema"
 )
 
@@ -147,6 +149,88 @@ func TestTotalBoundSumAcceptance(t *testing.T) {
 	const used = "the lattice Gaussian's L2 1024002.236 steps of 2^-11, rounding included"
 	if e := p.seriesSensitivity(&p.aggs[0].noises[0]); !strings.Contains(e.L2Bound, used) || !strings.Contains(p.note, used) {
 		t.Errorf("L2 bound %q, note %q: want %q", e.L2Bound, p.note, used)
+	}
+}
+
+// TestTotalBoundSumHorizon: TestTotalBoundSumAcceptance's gaussian setting
+// (a sum over 5 groups, at most 5 values in [0, 100] per group and 5 in
+// all: L2 = 500 per window) with a user-level horizon of W = 16 and 256
+// windows and ε = 1, δ = 1e-6 over the horizon. A unit may move a
+// different vector in every window, each of L2 ≤ 500; the continuous
+// Gaussian's L2 optimum is the analytic Gaussian at √W·500 (W Gaussians
+// at shift 500 compose to the Gaussian at √W·500/σ): σ_opt of
+// privacy/testdata/dg_l2_horizon_reference.json (gen_dg_l2_horizon.py,
+// mpmath bisection; its W = 1 value is total_reference.json's ×100). The
+// lattice discrete Gaussian's per-window scale, calibrated by the L2
+// accountant over the horizon, is within [1, 1.05]× σ_opt (in fact 1 +
+// 1e-4: the rounding's √5 steps, the PLD's pessimism and the lemma's
+// terms), and without the total bound (5·W coordinates at L∞ = 500) at
+// least 2× larger (√5× expected); the plan names the L2 used, and the
+// ledger's ε after a quarter of the horizon is the L2 accountant's. Fails
+// on the old code (the L2 accountant applied in one window only: the part
+// was composed as 5·W coordinates, √5× σ_opt).
+func TestTotalBoundSumHorizon(t *testing.T) {
+	b, err := os.ReadFile("../privacy/testdata/dg_l2_horizon_reference.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref struct {
+		Sum []struct {
+			Windows  int
+			SigmaOpt string `json:"sigma_opt"`
+		}
+	}
+	if err := json.Unmarshal(b, &ref); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, r := range ref.Sum {
+		if r.Windows == 1 {
+			continue
+		}
+		found++
+		opt, err := strconv.ParseFloat(r.SigmaOpt, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := func(total int) *plan {
+			c := sumTotalConfig(AggSum, "gaussian", 0, total)
+			c.Privacy.Epsilon = 0
+			c.Privacy.Horizon = time.Duration(r.Windows) * c.Windows.Size
+			c.Privacy.HorizonEpsilon, c.Privacy.HorizonDelta = 1, 1e-6
+			p, err := planFor(c)
+			if err != nil {
+				t.Fatalf("W=%d, total %d: %v", r.Windows, total, err)
+			}
+			return p
+		}
+		p, old := plan(5), plan(0)
+		got, without := p.aggs[0].noises[0].scale, old.aggs[0].noises[0].scale
+		if got < opt || got > 1.05*opt {
+			t.Errorf("W=%d: scale %.8g, want within [1, 1.05] × the L2 optimum %.8g", r.Windows, got, opt)
+		}
+		if without < 2*got {
+			t.Errorf("W=%d: without the bound %.6g, only %.4g× (want ≈ √5×)", r.Windows, without, without/got)
+		}
+		const used = "the lattice Gaussian's L2 1024002.236 steps of 2^-11, rounding included"
+		if e := p.seriesSensitivity(&p.aggs[0].noises[0]); !strings.Contains(e.L2Bound, used) || !strings.Contains(p.note, used) {
+			t.Errorf("W=%d: L2 bound %q, note %q: want %q", r.Windows, e.L2Bound, p.note, used)
+		}
+		t.Logf("W=%d: scale %.8g (L2 optimum %.8g, ratio %.7f), %.6g without the bound (%.4f×)", r.Windows, got, opt, got/opt, without, without/got)
+		// The ledger's ε after a quarter of the horizon (on its grid of
+		// windows): the continuous Gaussian's at √k·500/σ (closed form),
+		// within 1.01× (the lemma's terms, the PLD's pessimism and the
+		// rounding's √5 steps are above it).
+		k := ledgerGrid(r.Windows/4, r.Windows)
+		ref := privacy.GaussianAccountant{Mu: math.Sqrt(float64(k)) * 500 / got}.Epsilon(1e-6)
+		if e := p.ledger.spent(k).Epsilon; e < ref || e > 1.01*ref {
+			t.Errorf("W=%d: the ledger's ε after %d windows %.8g, continuous Gaussian at L2 %.8g", r.Windows, k, e, ref)
+		} else {
+			t.Logf("W=%d: the ledger's ε after %d windows %.8g (continuous Gaussian at L2 %.8g)", r.Windows, k, e, ref)
+		}
+	}
+	if found != 2 {
+		t.Fatalf("%d horizons in the reference, want 2 (16, 256)", found)
 	}
 }
 

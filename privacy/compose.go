@@ -317,8 +317,8 @@ func calTightest(total Budget, ps []calPart) (calCandidate, error) {
 		// path for a handful (e.g. Laplace near its pure-ε scale).
 		tries = append(tries, calibratePLD, calibratePure, calibrateBasic, calibrateAdvanced)
 		if anyLatticeL2(ps) {
-			// Discrete Gaussian parts with a binding L2 bound in one
-			// window (compose_lattice_l2.go).
+			// Discrete Gaussian parts with a binding L2 bound
+			// (compose_lattice_l2.go).
 			tries = append(tries, calibrateLatticeL2)
 		}
 	}
@@ -395,7 +395,9 @@ func calibrateExact(total Budget, ps []calPart) (calCandidate, error) {
 // given per-coordinate scales, over `windows` releases: what the ledger needs
 // to report the budget spent after k ≤ horizon windows. Gaussian-only
 // releases get the exact GaussianAccountant, releases whose parts all have
-// pure ε and no PLD a PureAccountant, the rest a composed PLD.
+// pure ε and no PLD a PureAccountant, the rest a composed PLD — with
+// discrete Gaussian parts that have a binding L2 bound, the smaller of it
+// and their L2 accountant (compose_lattice_l2.go, account_lattice_l2.go).
 func AccountantFor(parts []Part, scales []float64, windows int) (Accountant, error) {
 	if len(parts) == 0 || len(parts) != len(scales) {
 		return nil, fmt.Errorf("%w: %d parts and %d scales", ErrInvalidParameter, len(parts), len(scales))
@@ -417,6 +419,11 @@ func AccountantFor(parts []Part, scales []float64, windows int) (Accountant, err
 		return GaussianAccountant{Mu: gaussMu(ps, scales)}, nil
 	}
 	pl, err := calComposedPLD(ps, scales, PLDOptions{})
+	if l2, ok := newLatticeL2Accountant(ps, scales); ok && err == nil {
+		// Discrete Gaussian parts with a binding L2 bound
+		// (compose_lattice_l2.go): the smaller of the two.
+		return minAccountant{pl, l2}, nil
+	}
 	if err != nil {
 		// No PLD (e.g. SαS everywhere): exact pure composition.
 		e := 0.0

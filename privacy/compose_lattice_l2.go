@@ -66,16 +66,39 @@ import (
 // dominating pair for the lattice part alone (a hockey-stick bound
 // "δ_G(ε) + τ" would not compose as a PLD).
 //
-// At the operator's noise (σ ≥ 2¹⁷ grid steps or so) a, b ≈ d·m²/(24σ²) are
-// below 1e-9·d and log θ ≤ 2.5·e^{−2π²σ²} underflows: it is rounded up to
-// the smallest positive float64, never down to 0. m is chosen so that the
-// tails take at most latticeL2TailShare of δ.
+// Windows. Over a horizon of W windows a unit may move a different c_w in
+// every window (‖c_w‖₂ ≤ L2 each; a unit absent from a window moves 0),
+// and the noise of every window is independent. The lemma is a statement
+// about independent coordinates, so it holds on Z^{dW} for the whole
+// release of the part, and there it is the lemma window by window: the
+// density bounds (i) and (ii) multiply over the independent windows, a =
+// W·d/(8σ²) and b = W·(d·log θ + r²/(24σ⁴)) with r the per-window radius
+// (r_W² = dW·(mσ + ½)² = W·r²), and the tail (iii) union-bounds over the
+// windows, T = W·d·e^{−m²/2}. The rounded continuous pair at the
+// concatenated shift c = (c_1, …, c_W) is dominated by the one-dimensional
+// Gaussian pair at ‖c‖₂ ≤ √W·L2, whose PLD is that of W Gaussians at
+// shift L2 (μ = √W·L2/σ either way). So the part is accounted as W
+// Gaussian coordinates at shift L2, composed with the other parts over
+// the horizon, with the terms of d·W coordinates; m is chosen for all d·W
+// of them, so the tails of all lattice parts still take at most
+// latticeL2TailShare of δ. Nothing here needs the lattice: the argument
+// holds for integer discrete Gaussian parts with an L2 bound over several
+// windows as well (their exact shift patterns exist in one window only,
+// compose_total.go; their σ is small, so a and b cost a few percent). They
+// are not taken here: a part whose shift patterns one window enumerates
+// keeps its accounting in every number of windows (the PLD of L0
+// coordinates at L∞ over a horizon), as before.
 //
-// Where it applies (calPart.latticeL2): one window (as the total patterns:
-// over several windows the accountant composes parts, not the worst
-// pattern of each window), discrete Gaussian noise, an L2 bound below
-// √L0·L∞ (binding), no enumerable shift patterns (integer parts with few
-// patterns keep the exact enumeration). Elsewhere nothing changes.
+// At the operator's noise (σ ≥ 2¹⁷ grid steps or so) a, b ≈ d·W·m²/(24σ²)
+// are below 1e-9·d·W and log θ ≤ 2.5·e^{−2π²σ²} underflows: it is rounded
+// up to the smallest positive float64, never down to 0. m is chosen so
+// that the tails take at most latticeL2TailShare of δ.
+//
+// Where it applies (calPart.latticeL2): discrete Gaussian noise in any
+// number of windows, an L2 bound below √L0·L∞ (binding), no shift
+// patterns that one window enumerates (integer parts with few patterns
+// keep the exact enumeration in one window, and their accounting over
+// several). Elsewhere nothing changes.
 
 // latticeL2TailShare is the share of δ the tails (iii) of all lattice L2
 // parts together may take: 2⁻²⁰, so the noise changes by about a part in
@@ -90,7 +113,9 @@ const latticeL2MinSigma = 0.5
 // latticeL2 reports whether the L2 accountant applies to p (see above).
 func (p calPart) latticeL2() bool {
 	_, dg := p.Mechanism.(DiscreteGaussian)
-	return dg && p.win == 1 && p.L2 > 0 && p.L2 < math.Sqrt(float64(p.L0))*p.Linf && p.totalPatterns() == nil
+	one := p
+	one.n, one.win = p.L0, 1 // the patterns of one window (see above)
+	return dg && p.L2 > 0 && p.L2 < math.Sqrt(float64(p.L0))*p.Linf && one.totalPatterns() == nil
 }
 
 // latticeTerms are the comparison's terms of one part: the factors a and b
@@ -129,15 +154,15 @@ func latticeL2TermsM(d int, sigma, m float64) latticeTerms {
 }
 
 // latticeL2Parts returns ps with every part the L2 accountant applies to
-// replaced by one continuous Gaussian coordinate at shift L2 (same scale),
-// and the indices of those parts (nil: none).
+// replaced by one continuous Gaussian coordinate per window at shift L2
+// (same scale), and the indices of those parts (nil: none).
 func latticeL2Parts(ps []calPart) ([]calPart, []int) {
 	var idx []int
 	qs := make([]calPart, len(ps))
 	for i, p := range ps {
 		qs[i] = p
 		if p.latticeL2() {
-			qs[i] = calPart{Part: Part{Mechanism: Gaussian{}, L0: 1, Linf: p.L2}, w: p.w, n: 1, win: 1}
+			qs[i] = calPart{Part: Part{Mechanism: Gaussian{}, L0: 1, Linf: p.L2}, w: p.w, n: p.win, win: p.win}
 			idx = append(idx, i)
 		}
 	}
@@ -154,7 +179,7 @@ func latticeL2Parts(ps []calPart) ([]calPart, []int) {
 func calibrateLatticeL2(total Budget, ps []calPart) (calCandidate, error) {
 	qs, idx := latticeL2Parts(ps)
 	if idx == nil {
-		return calCandidate{}, fmt.Errorf("%w: no discrete Gaussian part with a binding L2 bound in one window", ErrUnsupported)
+		return calCandidate{}, fmt.Errorf("%w: no discrete Gaussian part with a binding L2 bound", ErrUnsupported)
 	}
 	if !(total.Delta > 0) {
 		return calCandidate{}, fmt.Errorf("%w: the L2 accountant needs δ > 0", ErrUnsupported)
@@ -167,7 +192,7 @@ func calibrateLatticeL2(total Budget, ps []calPart) (calCandidate, error) {
 		scales := calScales(kappa, ps)
 		var a, shift, tails float64
 		for _, i := range idx {
-			t, ok := latticeL2Terms(ps[i].L0, scales[i], tail)
+			t, ok := latticeL2Terms(ps[i].L0*ps[i].win, scales[i], tail) // d·W coordinates
 			if !ok {
 				return 1, scales, nil
 			}
