@@ -84,10 +84,11 @@ import (
 // latticeL2TailShare of δ. Nothing here needs the lattice: the argument
 // holds for integer discrete Gaussian parts with an L2 bound over several
 // windows as well (their exact shift patterns exist in one window only,
-// compose_total.go; their σ is small, so a and b cost a few percent). They
-// are not taken here: a part whose shift patterns one window enumerates
-// keeps its accounting in every number of windows (the PLD of L0
-// coordinates at L∞ over a horizon), as before.
+// compose_total.go; their σ is small, so a and b cost a few percent), and
+// they take it there: in one window a part whose shift patterns one window
+// enumerates keeps the exact patterns, over several windows it gets this
+// accountant as a candidate beside the PLD of L0 coordinates at L∞
+// (calTightest keeps the smaller noise).
 //
 // At the operator's noise (σ ≥ 2¹⁷ grid steps or so) a, b ≈ d·W·m²/(24σ²)
 // are below 1e-9·d·W and log θ ≤ 2.5·e^{−2π²σ²} underflows: it is rounded
@@ -95,10 +96,10 @@ import (
 // that the tails take at most latticeL2TailShare of δ.
 //
 // Where it applies (calPart.latticeL2): discrete Gaussian noise in any
-// number of windows, an L2 bound below √L0·L∞ (binding), no shift
-// patterns that one window enumerates (integer parts with few patterns
-// keep the exact enumeration in one window, and their accounting over
-// several). Elsewhere nothing changes.
+// number of windows, an L2 bound below √L0·L∞ (binding), and in one
+// window no shift patterns that the window enumerates (integer parts with
+// few patterns keep the exact enumeration there). Elsewhere nothing
+// changes.
 
 // latticeL2TailShare is the share of δ the tails (iii) of all lattice L2
 // parts together may take: 2⁻²⁰, so the noise changes by about a part in
@@ -115,7 +116,7 @@ func (p calPart) latticeL2() bool {
 	_, dg := p.Mechanism.(DiscreteGaussian)
 	one := p
 	one.n, one.win = p.L0, 1 // the patterns of one window (see above)
-	return dg && p.L2 > 0 && p.L2 < math.Sqrt(float64(p.L0))*p.Linf && one.totalPatterns() == nil
+	return dg && p.L2 > 0 && p.L2 < math.Sqrt(float64(p.L0))*p.Linf && (p.win > 1 || one.totalPatterns() == nil)
 }
 
 // latticeTerms are the comparison's terms of one part: the factors a and b

@@ -19,7 +19,8 @@ analytic Gaussian (Balle and Wang 2018, Theorem 8)
 
 at D = sqrt(W) L2. delta depends on D/s only, so sigma_opt = D * s1
 with s1 the solution at D = 1; it is printed, and sigma_opt for the
-operator's sum setting (L2 = 500: 5 values of at most 100) at each W.
+operator's sum setting (L2 = 500: 5 values of at most 100) at each W,
+and for the quantile tree over 4 windows (see TREE_*).
 Solved by bisection at 40 digits to a relative width below 1e-30; every
 value is printed as a decimal string with 25 significant digits.
 """
@@ -35,18 +36,18 @@ L2 = 500
 WINDOWS = [1, 16, 256]
 
 
-def delta_of(s):
-    """delta(EPS) of the Gaussian pair at shift 1 and scale s."""
-    return mp.ncdf(-EPS * s + 1 / (2 * s)) - mp.exp(EPS) * mp.ncdf(-EPS * s - 1 / (2 * s))
+def delta_of(s, eps=EPS):
+    """delta(eps) of the Gaussian pair at shift 1 and scale s."""
+    return mp.ncdf(-eps * s + 1 / (2 * s)) - mp.exp(eps) * mp.ncdf(-eps * s - 1 / (2 * s))
 
 
-def solve():
+def solve(eps=EPS):
     """The smallest s with delta_of(s) <= DELTA (delta_of decreases in s)."""
     lo, hi = mp.mpf("0.01"), mp.mpf(100)
-    assert delta_of(lo) > DELTA > delta_of(hi)
+    assert delta_of(lo, eps) > DELTA > delta_of(hi, eps)
     while hi - lo > hi * mp.mpf("1e-32"):
         mid = (lo + hi) / 2
-        if delta_of(mid) > DELTA:
+        if delta_of(mid, eps) > DELTA:
             lo = mid
         else:
             hi = mid
@@ -58,9 +59,16 @@ def s25(x):
 
 
 s1 = solve()
+# The quantile tree over a horizon (operator's TestTreeNormsDelta): one
+# group, depth 4, V = 5 (L2 = sqrt(4) * 5 = 10 per window), 4 windows
+# under (8, 1e-6): the Gaussian at shift sqrt(4) * 10 = 20.
+TREE_EPS, TREE_L2, TREE_W = 8, 10, 4
+s8 = solve(mp.mpf(TREE_EPS))
 print(json.dumps({
     "epsilon": "1", "delta": "1e-6",
     "sigma_at_unit_shift": s25(s1),
     "sum_l2": L2,
     "sum": [{"windows": w, "sigma_opt": s25(mp.sqrt(w) * L2 * s1)} for w in WINDOWS],
+    "tree": {"epsilon": str(TREE_EPS), "l2": TREE_L2, "windows": TREE_W,
+             "sigma_opt": s25(mp.sqrt(TREE_W) * TREE_L2 * s8)},
 }, indent=1))
