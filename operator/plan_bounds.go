@@ -147,8 +147,9 @@ func (n *vectorNoise) totalNote() string {
 }
 
 // latticeL2Used returns the L2 in grid steps that the Gaussian accountant
-// of a realLattice part uses (privacy/compose_lattice_l2.go): where the
-// total bound binds it, in one window or over a horizon.
+// of a realLattice part uses (privacy/compose_lattice_l2.go), and whether
+// the total bound binds it (below √L0 times the part's shift in grid
+// steps, as calPart gives them), in one window or over a horizon.
 func (n *vectorNoise) latticeL2Used() (float64, bool) {
 	if !n.sens.Total || n.kind != realLattice {
 		return 0, false
@@ -200,7 +201,7 @@ func (n *vectorNoise) totalNorms(pt *privacy.Part) {
 			pt.L1 = l1
 		}
 	case n.sens.Total && n.kind == realLattice:
-		if l2 := n.latticeL2(pt.L0); l2 < math.Sqrt(float64(pt.L0))*pt.Linf {
+		if l2, ok := n.latticeL2Used(); ok {
 			pt.L2 = l2 // privacy's L2 accountant (calPart.latticeL2)
 		}
 	}

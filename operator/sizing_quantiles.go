@@ -22,13 +22,10 @@ type QuantileSizing struct {
 }
 
 // quantileSizing returns the QuantileSizing of ap's part n, or nil when
-// ap is not released by the joint exponential mechanism.
+// ap is not released by the joint exponential mechanism (only
+// quantileJointAgg.complete sets ap.joint, on a lane too).
 func quantileSizing(ap *aggPlan, n *vectorNoise) *QuantileSizing {
-	a := ap.agg
-	if la, ok := a.(laneAgg); ok {
-		a = la.inner
-	}
-	if _, ok := a.(quantileJointAgg); !ok || n.kind != selectExact || len(ap.selError) == 0 {
+	if ap.joint.Leaves == 0 || n.kind != selectExact || len(ap.selError) == 0 {
 		return nil
 	}
 	return &QuantileSizing{Mechanism: QuantileJoint, Ranks: ap.ranks, Selections: 1, Epsilon: 1 / n.scale,

@@ -42,30 +42,11 @@ func newLatticeL2Accountant(ps []calPart, scales []float64) (latticeL2Accountant
 	return l, true
 }
 
-// terms returns Σa, Σ(a+b) and ΣT of the lattice parts, each part's tail
-// at most tail; ok is false where the lemma is not evaluated.
-func (l latticeL2Accountant) terms(tail float64) (a, shift, tails float64, ok bool) {
-	for i, d := range l.ds {
-		t, ok := latticeL2Terms(d, l.sigmas[i], tail)
-		if !ok {
-			return 0, 0, 0, false
-		}
-		a, shift, tails = a+t.a, shift+t.a+t.b, tails+t.tail
-	}
-	return a, shift, tails, true
-}
-
-// cert is the comparison's δ at ε with each part's tail at most tail:
-// e^{Σa}·(δ_G(ε₀) + e^{ε₀}·ΣT), ε₀ = ε − Σ(a+b), rounded up; 1 where it
-// does not apply.
+// cert is the comparison's δ at ε with each part's tail at most tail
+// (latticeL2Bound); 1 where it does not apply.
 func (l latticeL2Accountant) cert(eps, tail float64) float64 {
-	a, shift, tails, ok := l.terms(tail)
-	eps0 := math.Nextafter(eps-shift*(1+4*roundoff), math.Inf(-1))
-	if !ok || !(eps0 >= 0) {
-		return 1
-	}
-	c := math.Exp(a) * (l.pld.Delta(eps0) + math.Exp(eps0)*tails) * (1 + 16*roundoff)
-	return math.Min(1, math.Nextafter(c, math.Inf(1)))
+	c, _ := latticeL2Bound(l.ds, l.sigmas, eps, tail, func(e float64) (float64, error) { return l.pld.Delta(e), nil })
+	return c
 }
 
 // Delta returns the comparison's δ at eps, each part's tail at most
@@ -86,7 +67,7 @@ func (l latticeL2Accountant) Epsilon(delta float64) float64 {
 	if !(delta > 0) || len(l.ds) == 0 {
 		return math.Inf(1)
 	}
-	a, _, _, ok := l.terms(0.5) // a does not depend on the tail
+	a, _, _, ok := latticeL2Sums(l.ds, l.sigmas, 0.5) // a does not depend on the tail
 	if !ok {
 		return math.Inf(1)
 	}
@@ -98,7 +79,7 @@ func (l latticeL2Accountant) Epsilon(delta float64) float64 {
 	if !(tail > 0) {
 		return math.Inf(1)
 	}
-	_, shift, _, ok := l.terms(tail)
+	_, shift, _, ok := latticeL2Sums(l.ds, l.sigmas, tail)
 	if !ok {
 		return math.Inf(1)
 	}

@@ -154,6 +154,38 @@ func latticeL2TermsM(d int, sigma, m float64) latticeTerms {
 	}
 }
 
+// latticeL2Sums returns Σa, Σ(a+b) and ΣT of lattice parts of ds
+// coordinates (d·W) at scales sigmas, each part's tail at most tail; ok is
+// false where the lemma is not evaluated (latticeL2Terms).
+func latticeL2Sums(ds []int, sigmas []float64, tail float64) (a, shift, tails float64, ok bool) {
+	for i, d := range ds {
+		t, ok := latticeL2Terms(d, sigmas[i], tail)
+		if !ok {
+			return 0, 0, 0, false
+		}
+		a, shift, tails = a+t.a, shift+t.a+t.b, tails+t.tail
+	}
+	return a, shift, tails, true
+}
+
+// latticeL2Bound is the comparison's δ at eps (see Composition above):
+// e^{Σa}·(δ_G(ε₀) + e^{ε₀}·ΣT), ε₀ = ε − Σ(a+b), rounded up, with deltaG
+// the δ of the Gaussians at shift L2 composed with the other parts; 1
+// where the lemma is not evaluated or ε₀ is not positive.
+func latticeL2Bound(ds []int, sigmas []float64, eps, tail float64, deltaG func(eps0 float64) (float64, error)) (float64, error) {
+	a, shift, tails, ok := latticeL2Sums(ds, sigmas, tail)
+	eps0 := math.Nextafter(eps-shift*(1+4*roundoff), math.Inf(-1))
+	if !ok || !(eps0 > 0) {
+		return 1, nil
+	}
+	d, err := deltaG(eps0)
+	if err != nil {
+		return 0, err
+	}
+	c := math.Exp(a) * (d + math.Exp(eps0)*tails) * (1 + 16*roundoff)
+	return math.Min(1, math.Nextafter(c, math.Inf(1))), nil
+}
+
 // latticeL2Parts returns ps with every part the L2 accountant applies to
 // replaced by one continuous Gaussian coordinate per window at shift L2
 // (same scale), and the indices of those parts (nil: none).
@@ -188,36 +220,31 @@ func calibrateLatticeL2(total Budget, ps []calPart) (calCandidate, error) {
 	var o PLDOptions
 	pats := patternCombos(qs)
 	tail := total.Delta * latticeL2TailShare / float64(len(idx))
+	ds := make([]int, len(idx))
+	for j, i := range idx {
+		ds[j] = ps[i].L0 * ps[i].win // d·W coordinates
+	}
+	sigmas := make([]float64, len(idx))
 	eval := func(kappa float64) (float64, []float64, error) {
 		pldEvaluations.Add(1)
 		scales := calScales(kappa, ps)
-		var a, shift, tails float64
-		for _, i := range idx {
-			t, ok := latticeL2Terms(ps[i].L0*ps[i].win, scales[i], tail) // d·W coordinates
-			if !ok {
-				return 1, scales, nil
-			}
-			a, shift, tails = a+t.a, shift+t.a+t.b, tails+t.tail
+		for j, i := range idx {
+			sigmas[j] = scales[i]
 		}
-		eps0 := math.Nextafter(total.Epsilon-shift*(1+4*roundoff), math.Inf(-1))
-		if !(eps0 > 0) {
-			return 1, scales, nil
-		}
-		var d float64
-		if pats != nil {
-			var err error
-			if d, err = patternDelta(qs, pats, scales, eps0, o); err != nil {
-				return 0, nil, err
+		cert, err := latticeL2Bound(ds, sigmas, total.Epsilon, tail, func(eps0 float64) (float64, error) {
+			if pats != nil {
+				return patternDelta(qs, pats, scales, eps0, o)
 			}
-		} else {
 			p, err := calComposedPLD(qs, scales, o)
 			if err != nil {
-				return 0, nil, err
+				return 0, err
 			}
-			d = p.Delta(eps0)
+			return p.Delta(eps0), nil
+		})
+		if err != nil {
+			return 0, nil, err
 		}
-		cert := math.Exp(a) * (d + math.Exp(eps0)*tails) * (1 + 16*roundoff)
-		return math.Min(1, math.Nextafter(cert, math.Inf(1))), scales, nil
+		return cert, scales, nil
 	}
 	mu, err := gdpMu(total.Epsilon, total.Delta)
 	if err != nil || !(mu > 0) {

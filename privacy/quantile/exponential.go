@@ -107,9 +107,16 @@ func (o SelectOptions) Sensitivity() *big.Rat {
 // coefficient returns ε'/(2Δ): the factor from a score gap to γ, with ε'
 // = s/t the reciprocal of the scale rounded up to a dyadic t/s.
 func (o SelectOptions) coefficient() *big.Rat {
-	t, s := rng.DyadicUp(o.Scale)
+	return selectionCoefficient(o.Scale, o.Sensitivity())
+}
+
+// selectionCoefficient returns ε'/(2Δ) for a selection at scale (ε' = s/t,
+// the reciprocal of the scale rounded down: t/s = rng.DyadicUp(scale)) and
+// sensitivity delta, exactly.
+func selectionCoefficient(scale float64, delta *big.Rat) *big.Rat {
+	t, s := rng.DyadicUp(scale)
 	k := new(big.Rat).SetFrac(new(big.Int).SetUint64(s), new(big.Int).SetUint64(t))
-	d := new(big.Rat).Mul(o.Sensitivity(), big.NewRat(2, 1))
+	d := new(big.Rat).Mul(delta, big.NewRat(2, 1))
 	return k.Quo(k, d)
 }
 

@@ -163,9 +163,7 @@ func (e Joint) check(o JointOptions) error {
 
 // gamma returns γ = ε'/(2Δ), ε' = s/t with t/s = rng.DyadicUp(Scale).
 func (o JointOptions) gamma() *big.Rat {
-	t, s := rng.DyadicUp(o.Scale)
-	g := new(big.Rat).SetFrac(new(big.Int).SetUint64(s), new(big.Int).SetUint64(t))
-	return g.Quo(g, new(big.Rat).Mul(o.Sensitivity(), big.NewRat(2, 1)))
+	return selectionCoefficient(o.Scale, o.Sensitivity())
 }
 
 // Select returns the edge indices j_1 ≤ … ≤ j_k ∈ [0, Leaves] the joint
