@@ -189,5 +189,21 @@ func BenchmarkJointSelect(b *testing.B) {
 				}
 			}
 		})
+		if len(c.o.Ranks) != len(p3) {
+			continue
+		}
+		// The baseline in the same run: the per-rank permute-and-flip
+		// (Exponential) of the same ranks, each at a third of the ε.
+		b.Run(c.name+"-exponential", func(b *testing.B) {
+			e := Exponential{Leaves: benchLeaves, Lower: 0, Upper: 100}
+			s := rng.NewStream(rng.Key{}, "bench")
+			for b.Loop() {
+				for _, q := range c.o.Ranks {
+					if _, err := e.Select(s, c.leaves, SelectOptions{Rank: q, Scale: 3 * c.o.Scale, Values: c.o.Values}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
