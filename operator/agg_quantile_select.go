@@ -110,7 +110,7 @@ func completeSelection(ap *aggPlan, c Config) (int, error) {
 	if len(ap.noises) != 1 {
 		return 0, fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
 	}
-	b, d := c.Windows.quantileTree()
+	b, d := c.Windows.quantileLeaves()
 	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
 	if c.Schema.UnitField == "" {
 		ap.selValues, ap.selReplace = 1, false

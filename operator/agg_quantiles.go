@@ -27,7 +27,7 @@ func (quantilesAgg) valued() bool      { return true }
 
 func (quantilesAgg) enable(w *windows.Config, c Config, _ int) {
 	w.Quantiles = true
-	w.TreeBranching, w.TreeDepth = c.Windows.quantileTree()
+	w.TreeBranching, w.TreeDepth = c.Windows.quantileLeaves()
 }
 
 // variant returns the quantiles' type for windows.quantile_mechanism:
@@ -74,6 +74,10 @@ type quantilePlan struct {
 	labels []string
 	tree   quantile.Tree
 	rankH  float64
+	// leafDiv is how many leaves of the groups' histogram (quantileLeaves)
+	// one leaf of the tree covers: 1, or branching^k when "auto" keeps a
+	// histogram k levels finer than its tree.
+	leafDiv int
 	// The exponential mechanism's (quantileSelectAgg.complete): the
 	// candidates, the bound behind each selection's sensitivity and the
 	// stated rank error of every rank.
@@ -100,6 +104,10 @@ func (quantilesAgg) complete(ap *aggPlan, c Config, beta float64) error {
 	}
 	b, d := c.Windows.quantileTree()
 	ap.tree = quantile.Tree{Branching: b, Depth: d, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
+	ap.leafDiv = 1
+	if _, dl := c.Windows.quantileLeaves(); dl > d {
+		ap.leafDiv = windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: dl - d}.TreeLeaves()
+	}
 	ap.ranks = slices.Clone(c.Windows.quantileRanks())
 	for _, r := range ap.ranks {
 		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))
@@ -145,15 +153,29 @@ func (quantilesAgg) release(_ *plan, ap *aggPlan, g *windows.Group, s *rng.Strea
 	return []schema.Series{qs, re}, nil
 }
 
+// treeSensitivities returns w's sensitivities with the quantile tree's
+// at the tree's depth (quantileTree): the groups' leaf histogram w
+// describes may be finer (quantileLeaves), and the tree of "auto" reads it
+// coarsened (leafDiv).
+func treeSensitivities(w windows.Config, c Config) (windows.Sensitivities, error) {
+	if w.Quantiles {
+		_, w.TreeDepth = c.Windows.quantileTree()
+	}
+	return w.Sensitivities()
+}
+
 // treeNodes returns the true node counts of g's quantile tree, in the
-// noised vector's order (quantile.Tree).
+// noised vector's order (quantile.Tree); the histogram's leaves are
+// coarsened to the tree's (leafDiv).
 func treeNodes(ap *aggPlan, g *windows.Group) ([]float64, error) {
 	leaves := make([]float64, ap.tree.Leaves())
+	div := uint64(max(ap.leafDiv, 1))
 	for _, l := range g.Leaves {
-		if int(l.Leaf) >= len(leaves) {
-			return nil, fmt.Errorf("operator: quantiles: leaf %d of a tree of %d leaves", l.Leaf, len(leaves))
+		i := uint64(l.Leaf) / div
+		if i >= uint64(len(leaves)) {
+			return nil, fmt.Errorf("operator: quantiles: leaf %d of a tree of %d leaves (%d histogram leaves per tree leaf)", l.Leaf, len(leaves), div)
 		}
-		leaves[l.Leaf] = float64(l.Count)
+		leaves[i] += float64(l.Count)
 	}
 	return ap.tree.NodeCounts(leaves), nil
 }

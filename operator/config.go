@@ -221,6 +221,12 @@ type WindowsConfig struct {
 	// [schema.lower, schema.upper]: branching^depth leaves of equal width
 	// (0: the defaults 16 and 4 of Google's tree-based quantiles, 65536
 	// leaves). Deeper trees resolve finer but add noise on more levels.
+	// The selection mechanisms ("exponential", "joint", and "auto", whose
+	// tree keeps the default depth) add no noise per level: with
+	// QuantileDepth unset their candidates are the edges of the deepest
+	// grid of at most windows.MaxTreeLeaves leaves (16^5 = 2^20 for the
+	// default branching), so that a leaf holds few values even in large
+	// windows (quantileLeaves).
 	QuantileBranching int `mapstructure:"quantile_branching"`
 	QuantileDepth     int `mapstructure:"quantile_depth"`
 	// QuantileMechanism chooses how the quantiles are released:
@@ -235,6 +241,11 @@ type WindowsConfig struct {
 	// largest over the ranks, is smaller for this configuration, the
 	// exponential one released jointly for two ranks or more).
 	QuantileMechanism string `mapstructure:"quantile_mechanism"`
+	// autoQuantiles is set by autoQuantilePlan on the configurations it
+	// plans "auto" with (QuantileMechanism then names the candidate):
+	// the groups' leaf histogram is auto's, whatever the candidate
+	// (quantileLeaves). Never set by a configuration file.
+	autoQuantiles bool
 }
 
 // The values of windows.quantile_mechanism.
@@ -436,6 +447,33 @@ func (w WindowsConfig) quantileTree() (branching, depth int) {
 	}
 	if depth == 0 {
 		depth = windows.DefaultTreeDepth
+	}
+	return branching, depth
+}
+
+// quantileLeaves returns the branching factor and depth of every group's
+// leaf histogram (the windows' state; the selection mechanisms'
+// candidates are its edges): windows.quantile_depth when set; else, when
+// windows.quantile_mechanism may select ("exponential", "joint",
+// "auto"), the deepest grid of at most windows.MaxTreeLeaves leaves; else
+// the tree's (quantileTree). The tree of "auto" keeps quantileTree's
+// depth and reads the finer histogram coarsened (quantilePlan.leafDiv).
+//
+// Why the deepest grid: the selections' rank error has a floor at the
+// leaf resolution (a released edge is at least half a leaf's count from
+// rank·N where a leaf holds many values), while their noise does not
+// grow with the number of leaves; at issue 20's S3 (300,000 values in a
+// window) 16^4 leaves hold up to about 16 values each near the median and
+// cost the joint mechanism a rank error of 8 there (internal/peers,
+// "Finer leaves").
+func (w WindowsConfig) quantileLeaves() (branching, depth int) {
+	branching, depth = w.quantileTree()
+	if w.QuantileDepth != 0 || w.quantileMechanism() == QuantileTree && !w.autoQuantiles {
+		return branching, depth
+	}
+	for n, d := 1, 0; branching >= 2 && n <= windows.MaxTreeLeaves/branching && d < windows.MaxTreeDepth; d++ {
+		n *= branching
+		depth = d + 1
 	}
 	return branching, depth
 }

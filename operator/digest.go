@@ -123,7 +123,7 @@ func ReleaseDigest(c Config) (string, error) {
 		s.RunningMechanism = RunningFactorization
 	}
 	if slices.Contains(c.Windows.Aggregates, AggQuantiles) {
-		b, d := c.Windows.quantileTree()
+		b, d := c.Windows.quantileLeaves()
 		s.Quantiles = &quantileShape{Ranks: c.Windows.quantileRanks(), Branching: b, Depth: d}
 		if m := c.Windows.quantileMechanism(); m != QuantileTree {
 			s.Quantiles.Mechanism = m

@@ -88,7 +88,7 @@ func lanesOf(c Config) ([]*lane, error) {
 			MaxPerBucket: int64(c.Bounds.MaxPerBucket), MaxValues: int64(c.Bounds.MaxValues),
 			Lower: l.view.lower, Upper: l.view.upper,
 		}
-		sens, err := l.wcfg.Sensitivities()
+		sens, err := treeSensitivities(l.wcfg, c)
 		if err != nil {
 			return nil, err
 		}

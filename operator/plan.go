@@ -425,7 +425,7 @@ func buildPlanWith(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalS
 // window geometry, bounds and public groups, and the error measure "auto"
 // ranks by.
 func planFrame(c Config, dec *schema.Decoder, wcfg windows.Config) (*plan, privacy.ErrorMeasure, error) {
-	sens, err := wcfg.Sensitivities()
+	sens, err := treeSensitivities(wcfg, c)
 	if err != nil {
 		return nil, "", err
 	}

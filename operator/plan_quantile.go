@@ -28,6 +28,7 @@ import (
 func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec) (*plan, error) {
 	ct, ce := c, c
 	ct.Windows.QuantileMechanism, ce.Windows.QuantileMechanism = QuantileTree, QuantileExponential
+	ct.Windows.autoQuantiles, ce.Windows.autoQuantiles = true, true
 	pt, errT := buildPlanWith(ct, dec, wcfg, r)
 	pe, errE := buildPlanWith(ce, dec, wcfg, r)
 	switch {
@@ -71,7 +72,7 @@ func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec,
 	var errJ error
 	if autoJointRanks(k) {
 		cj := c
-		cj.Windows.QuantileMechanism = QuantileJoint
+		cj.Windows.QuantileMechanism, cj.Windows.autoQuantiles = QuantileJoint, true
 		pj, errJ = buildPlanWith(cj, dec, wcfg, r)
 	}
 	switch {

@@ -76,12 +76,14 @@ func TestQuantileJointParts(t *testing.T) {
 }
 
 // denseQuantileGroup is one group of 3000 values 1/30, 2/30, …, 100 in
-// [0, 100], one per leaf of the default 65536-leaf histogram: ⌊30e⌋
-// values lie below an edge e (the edges fall between the values).
+// [0, 100], one per leaf of the plan's histogram (at least 65536 leaves,
+// histogramLeaves): ⌊30e⌋ values lie below an edge e (the edges fall
+// between the values).
 func denseQuantileGroup(p *plan) windows.Group {
 	counts := map[uint32]int64{}
+	leaves := histogramLeaves(&p.aggs[0])
 	for i := 1; i <= 3000; i++ {
-		counts[windows.LeafOf(float64(i)/30, 0, 100, 1<<16)]++
+		counts[windows.LeafOf(float64(i)/30, 0, 100, leaves)]++
 	}
 	g := p.emptyGroup(p.publicGroups[0])
 	for l, k := range counts {
@@ -89,6 +91,19 @@ func denseQuantileGroup(p *plan) windows.Group {
 	}
 	slices.SortFunc(g.Leaves, func(a, b windows.LeafCount) int { return int(a.Leaf) - int(b.Leaf) })
 	return g
+}
+
+// histogramLeaves is the number of leaves of the groups' histogram the
+// quantiles of ap read (the selections' candidates are their edges; the
+// tree coarsens them by leafDiv).
+func histogramLeaves(ap *aggPlan) int {
+	switch {
+	case ap.joint.Leaves > 0:
+		return ap.joint.Leaves
+	case ap.selector.Leaves > 0:
+		return ap.selector.Leaves
+	}
+	return ap.tree.Leaves() * max(ap.leafDiv, 1)
 }
 
 // releaseReplayed releases one window of the group g by p twice and

@@ -91,8 +91,9 @@ func dpstreamConfig(s Setting, agg string, run dpRun, brokers []string, input, n
 	c.Windows.Aggregates = []string{agg}
 	c.Windows.Quantiles = Ranks
 	c.Windows.QuantileMechanism = run.quantiles
-	// QuantileBranching and QuantileDepth stay at their defaults (16 and 4,
-	// those of Google's BoundedQuantiles).
+	// QuantileBranching stays at its default (16, Google's
+	// BoundedQuantiles'), QuantileDepth too (4) unless run sets it.
+	c.Windows.QuantileDepth = run.depth
 	c.Bounds = operator.BoundsConfig{MaxGroups: 1, MaxBuckets: s.Cells(), MaxPerBucket: s.Bound, MaxValues: s.Bound}
 	if run.bound == BoundTotal {
 		// The setting's natural bound: a unit has at most s.Bound events

@@ -90,6 +90,7 @@ func main() {
 		table    = flag.String("table", "", "print the table of an earlier -json output FILE and exit")
 		aggs     = flag.String("aggregates", strings.Join(dpstreamAggregates, ","), "dpstream aggregates to measure, comma-separated (the table keeps their rows only)")
 		qmech    = flag.String("quantile-mechanism", "auto", "dpstream's windows.quantile_mechanism: tree, exponential, joint or auto")
+		qdepth   = flag.Int("quantile-depth", 0, "dpstream's windows.quantile_depth (0: the default, 4; 16^depth leaves)")
 		bound    = flag.String("bound", BoundTotal, "dpstream's bound on a unit's histogram and count contributions: total (bounds.max_contributions) or cell (max_buckets × max_per_bucket only)")
 	)
 	flag.Parse()
@@ -104,7 +105,7 @@ func main() {
 	defer stop()
 	res, err := run(ctx, options{settings: strings.Split(*settings, ","), seed: *seed, short: *short,
 		dataDir: *dataDir, dpReps: *dpReps, googleReps: *gReps,
-		dp: dpRun{aggregates: strings.Split(*aggs, ","), quantiles: *qmech, bound: *bound}}, os.Stderr)
+		dp: dpRun{aggregates: strings.Split(*aggs, ","), quantiles: *qmech, depth: *qdepth, bound: *bound}}, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -139,6 +140,7 @@ type options struct {
 type dpRun struct {
 	aggregates []string
 	quantiles  string
+	depth      int
 	bound      string
 }
 

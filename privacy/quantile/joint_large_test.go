@@ -11,8 +11,12 @@ import (
 )
 
 // benchLeaves is the quantile tree's default resolution (16⁴ leaves over
-// [0, 100]), as the peer benchmark (internal/peers).
-const benchLeaves = 1 << 16
+// [0, 100]); fineLeaves the selections' (16⁵, the operator's
+// windows.MaxTreeLeaves).
+const (
+	benchLeaves = 1 << 16
+	fineLeaves  = 1 << 20
+)
 
 // issue20Values returns the clamped values of a synthetic setting like
 // issue 20's (internal/peers/data.go): units units with 1 … 5 values
@@ -33,10 +37,14 @@ func issue20Values(units int, seed uint64) []float64 {
 
 // leafHistogram returns the leaf counts of sorted values over
 // benchLeaves leaves of [0, 100] (the last leaf holds 100).
-func leafHistogram(vals []float64) []LeafCount {
-	dense := make([]int64, benchLeaves)
+func leafHistogram(vals []float64) []LeafCount { return leafHistogramOf(vals, benchLeaves) }
+
+// leafHistogramOf returns the leaf counts of sorted values over n leaves
+// of [0, 100] (the last leaf holds 100).
+func leafHistogramOf(vals []float64, n int) []LeafCount {
+	dense := make([]int64, n)
 	for _, x := range vals {
-		dense[min(int(x/100*benchLeaves), benchLeaves-1)]++
+		dense[min(int(x/100*float64(n)), n-1)]++
 	}
 	return histogramOf(dense)
 }
@@ -164,7 +172,8 @@ func TestJointRankErrorS2(t *testing.T) {
 // BenchmarkJointSelect is one Select (tables and draw) on 65,536 leaves:
 // S2-like (1,000 units, ε = 0.5, V = 5), S3-like (100,000 units, ε = 4,
 // V = 5; γ·N = 6·10⁴) with k = 3, and the dense large histogram with k =
-// MaxJointRanks.
+// MaxJointRanks; and S2, S3 on 2^20 leaves (the selections' default grid,
+// "-fine"), each beside the per-rank permute-and-flip of its ranks.
 func BenchmarkJointSelect(b *testing.B) {
 	ranks32 := make([]float64, MaxJointRanks)
 	for i := range ranks32 {
@@ -173,15 +182,18 @@ func BenchmarkJointSelect(b *testing.B) {
 	p3 := []float64{0.5, 0.9, 0.99}
 	for _, c := range []struct {
 		name   string
+		n      int // leaves
 		leaves []LeafCount
 		o      JointOptions
 	}{
-		{"S2", leafHistogram(issue20Values(1000, 1)), JointOptions{Ranks: p3, Scale: 2, Values: 5}},
-		{"S3", leafHistogram(issue20Values(100_000, 1)), JointOptions{Ranks: p3, Scale: 0.25, Values: 5}},
-		{"dense-k32", denseLarge(), JointOptions{Ranks: ranks32, Scale: 1, Values: 5}},
+		{"S2", benchLeaves, leafHistogram(issue20Values(1000, 1)), JointOptions{Ranks: p3, Scale: 2, Values: 5}},
+		{"S3", benchLeaves, leafHistogram(issue20Values(100_000, 1)), JointOptions{Ranks: p3, Scale: 0.25, Values: 5}},
+		{"dense-k32", benchLeaves, denseLarge(), JointOptions{Ranks: ranks32, Scale: 1, Values: 5}},
+		{"S2-fine", fineLeaves, leafHistogramOf(issue20Values(1000, 1), fineLeaves), JointOptions{Ranks: p3, Scale: 2, Values: 5}},
+		{"S3-fine", fineLeaves, leafHistogramOf(issue20Values(100_000, 1), fineLeaves), JointOptions{Ranks: p3, Scale: 0.25, Values: 5}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			e := Joint{Leaves: benchLeaves, Lower: 0, Upper: 100}
+			e := Joint{Leaves: c.n, Lower: 0, Upper: 100}
 			s := rng.NewStream(rng.Key{}, "bench")
 			for b.Loop() {
 				if _, err := e.Select(s, c.leaves, c.o); err != nil {
@@ -195,7 +207,7 @@ func BenchmarkJointSelect(b *testing.B) {
 		// The baseline in the same run: the per-rank permute-and-flip
 		// (Exponential) of the same ranks, each at a third of the ε.
 		b.Run(c.name+"-exponential", func(b *testing.B) {
-			e := Exponential{Leaves: benchLeaves, Lower: 0, Upper: 100}
+			e := Exponential{Leaves: c.n, Lower: 0, Upper: 100}
 			s := rng.NewStream(rng.Key{}, "bench")
 			for b.Loop() {
 				for _, q := range c.o.Ranks {
