@@ -19,8 +19,10 @@ categories: its stability map takes the symmetric distance d_in = bound to
 L1 = L2 = bound (a total bound per unit, however its events spread over
 the cells; OpenDP has no per-cell bound to give it). Quantiles: ``make_private_quantile`` (the exponential
 mechanism) at ε/k per rank for k = 3 ranks, pure ε, over the candidates
-lower + i·(upper − lower)/65536, i = 0..65536 (the resolution of dpstream's
-and Google's default quantile tree, 16^4 leaves).
+lower + i·(upper − lower)/S, i = 0..S, for S = 16^4 (the resolution of
+dpstream's and Google's default quantile tree) and S = 16^5 (dpstream's
+default for its selections, 2^20 leaves); the better grid per row is the
+peer, as the better noise is for the other rows.
 
 OpenDP is no runtime dependency of dpstream. Install it in a virtual
 environment:
@@ -52,12 +54,17 @@ from quantile_errors import rank_error, truth_quantile
 dp.enable_features("contrib")
 
 LOWER, UPPER = 0.0, 100.0
-# The quantile candidates: by default the 16^4 + 1 edges of the leaves of
-# a 16-ary tree of depth 4 over [LOWER, UPPER] (the default quantile tree
-# of dpstream and of Google's library, so all three resolve alike).
-CANDIDATE_STEPS = 16**4
+# The quantile candidate grids, by default two: the 16^4 + 1 edges of the
+# leaves of a 16-ary tree of depth 4 over [LOWER, UPPER] (the default
+# quantile tree of dpstream and of Google's library) and the 16^5 + 1 of
+# depth 5 (the leaves of dpstream's selection mechanisms when
+# windows.quantile_depth is unset: the finest grid of at most 2^20
+# leaves). Each grid is a mechanism of its own in the rows; the better
+# one is the peer.
+CANDIDATE_STEPS = (16**4, 16**5)
 # Default repetitions per setting: each quantile call scores 65537
-# candidates (about 0.3 s at S1, 1 s at S3 on one core).
+# candidates in about 0.3 s at S1 and 1 s at S3 on one core, 1048577 in
+# about 0.8 s and 13 s.
 DEFAULT_REPS = {"S1": 200, "S2": 400, "S3": 40}
 
 
@@ -141,6 +148,7 @@ def row_name(r, kind):
 
 
 def measure(setting, values, cats, reps, steps=CANDIDATE_STEPS, quantiles=True):
+    """steps: the quantile candidate grids (one mechanism per grid)."""
     """Squared errors per row (and noise) over reps repetitions; the
     quantile rows (the costly ones) only if quantiles."""
     eps, delta, bound = setting["Epsilon"], setting["Delta"], setting["Bound"]
@@ -156,13 +164,13 @@ def measure(setting, values, cats, reps, steps=CANDIDATE_STEPS, quantiles=True):
     hist = histogram_measurements(eps, delta, bound)
     true_hist = [float(cats.count(c)) for c in CATEGORIES]
     ranks = [0.5, 0.9, 0.99]
-    candidates = [LOWER + i * (UPPER - LOWER) / steps for i in range(steps + 1)]
-    quant = {} if not quantiles else {
-        r: calibrate(
-            lambda s, r=r: clamp >> dp.m.then_private_quantile(dp.max_divergence(), candidates=candidates, alpha=r, scale=s),
-            bound, eps / len(ranks))[0]
-        for r in ranks
-    }
+    quant = {}
+    for n in steps if quantiles else ():
+        candidates = [LOWER + i * (UPPER - LOWER) / n for i in range(n + 1)]
+        for r in ranks:
+            quant[(r, grid_name(n))] = calibrate(
+                lambda s, r=r, c=candidates: clamp >> dp.m.then_private_quantile(dp.max_divergence(), candidates=c, alpha=r, scale=s),
+                bound, eps / len(ranks))[0]
     # The RMSE each Laplace noise has by its scale s: OpenDP's Laplace on
     # the integer count is the discrete Laplace (P(k) ∝ e^{−|k|/s}), on
     # the float sum the Laplace (√2·s), as dpstream's "by its scale".
@@ -183,11 +191,20 @@ def measure(setting, values, cats, reps, steps=CANDIDATE_STEPS, quantiles=True):
             # The row is the cells' mean squared error, as the Go harness's.
             cells = m(cats)
             put("histogram cell", kind, math.sqrt(sum((x - t) ** 2 for x, t in zip(cells, true_hist)) / len(cells)))
-        for r, m in quant.items():
+        for (r, kind), m in quant.items():
             x = m(values)
-            put(row_name(r, "rank"), "exponential", rank_error(sorted_vals, r, x))
-            put(row_name(r, "value"), "exponential", x - truth_quantile(sorted_vals, r))
+            put(row_name(r, "rank"), kind, rank_error(sorted_vals, r, x))
+            put(row_name(r, "value"), kind, x - truth_quantile(sorted_vals, r))
     return sq, expected
+
+
+def grid_name(n):
+    """The mechanism name of the quantile grid of n steps: "exponential
+    16^4" where n is a power of 16, else "exponential n"."""
+    k, m = 0, n
+    while m > 1 and m % 16 == 0:
+        k, m = k + 1, m // 16
+    return "exponential 16^%d" % k if m == 1 else "exponential %d" % n
 
 
 def discrete_laplace_rmse(s):
@@ -204,8 +221,8 @@ def main():
     ap.add_argument("--short", action="store_true", help="a tenth of the default repetitions")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
     ap.add_argument("--settings", default="", help="only these settings, comma-separated (default: all in the JSON)")
-    ap.add_argument("--candidate-steps", type=int, default=CANDIDATE_STEPS,
-                    help="quantile candidates: lower + i·(upper − lower)/steps, i = 0..steps")
+    ap.add_argument("--candidate-steps", default=",".join(str(n) for n in CANDIDATE_STEPS),
+                    help="quantile candidate grids, comma-separated: lower + i·(upper − lower)/steps, i = 0..steps (default: 16^4 and 16^5)")
     args = ap.parse_args()
 
     with open(args.dpstream_json) as f:
@@ -223,7 +240,8 @@ def main():
         t0 = time.time()
         reps = max(2, reps)
         quantiles = any(r["row"].startswith("p") for r in s["rows"])  # the Go run's -aggregates
-        sq, expected = measure(s, values, cats, reps, args.candidate_steps, quantiles)
+        steps = [int(x) for x in args.candidate_steps.split(",") if x]
+        sq, expected = measure(s, values, cats, reps, steps, quantiles)
         print("opendp_bench: %s: %d repetitions in %.1fs" % (name, reps, time.time() - t0), file=sys.stderr)
         dprows = {r["row"]: r for r in s["rows"]}
         for row, kinds in sq.items():
