@@ -464,8 +464,8 @@ func (w WindowsConfig) quantileTree() (branching, depth int) {
 // rank·N where a leaf holds many values), while their noise does not
 // grow with the number of leaves; at issue 20's S3 (300,000 values in a
 // window) 16^4 leaves hold up to about 16 values each near the median and
-// cost the joint mechanism a rank error of 8 there (internal/peers,
-// "Finer leaves").
+// cost the joint mechanism a rank error of about 8 there, and through its
+// loss p90 too (internal/peers/README.md, "Finer leaves").
 func (w WindowsConfig) quantileLeaves() (branching, depth int) {
 	branching, depth = w.quantileTree()
 	if w.QuantileDepth != 0 || w.quantileMechanism() == QuantileTree && !w.autoQuantiles {
