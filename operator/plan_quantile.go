@@ -2,8 +2,9 @@ package operator
 
 // plan_quantile.go resolves windows.quantile_mechanism "auto": the plan
 // is built with the tree and with the exponential mechanism, and the one
-// whose stated rank-error bound is smaller is kept — the exponential one
-// released by the joint exponential mechanism for two ranks or more.
+// whose stated rank-error bound is smaller at the tree's resolution is
+// kept — the exponential one released by the joint exponential mechanism
+// for two ranks or more.
 
 import (
 	"fmt"
@@ -37,17 +38,59 @@ func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *rec
 	case errE != nil:
 		return pt, nil
 	case errT != nil:
-		return autoJoint(c, dec, wcfg, r, pe, math.NaN()), nil
+		return autoJoint(c, dec, wcfg, r, pe, quantileRankBound(pe), math.NaN()), nil
 	}
-	bt, be := quantileRankBound(pt), quantileRankBound(pe)
+	bt, be := quantileRankBound(pt), selectionBoundAt(pe, treeLeaves(pt))
 	if be < bt {
-		return autoJoint(c, dec, wcfg, r, pe, bt), nil
+		return autoJoint(c, dec, wcfg, r, pe, be, bt), nil
 	}
-	pt.choices = append(pt.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g)",
+	pt.choices = append(pt.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g at the tree's resolution)",
 		QuantileTree, bt, QuantileExponential, be))
-	pt.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g)",
+	pt.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g at the tree's resolution)",
 		QuantileTree, bt, QuantileExponential, be)
 	return pt, nil
+}
+
+// treeLeaves returns the number of leaves of p's quantile tree (0 without
+// one).
+func treeLeaves(p *plan) int {
+	for i := range p.aggs {
+		if ap := &p.aggs[i]; ap.kind == schema.KindQuantiles && ap.selError == nil {
+			return ap.tree.Leaves()
+		}
+	}
+	return 0
+}
+
+// selectionBoundAt returns the largest stated rank error over the ranks
+// of the exponential mechanism's plan p with its candidates the edges of
+// leaves leaves instead of its own (quantileRankBound when leaves is 0 or
+// p has no selection). auto compares the selection with the tree at the
+// tree's resolution: the selections' finer default grid
+// (quantileLeaves) does not widen their rank errors, which follow the
+// values between the edges, not how many edges lie there, but adds the
+// logarithm of the extra candidates to their stated bound (at 16⁵
+// against 16⁴ leaves about 1.16–1.24×), which would otherwise tip
+// configurations near the tie to the tree (38–45 ranks at V = 1, ε = 1).
+func selectionBoundAt(p *plan, leaves int) float64 {
+	for i := range p.aggs {
+		ap := &p.aggs[i]
+		if ap.kind != schema.KindQuantiles || ap.selError == nil || leaves <= 0 || len(ap.noises) != 1 {
+			continue
+		}
+		e := ap.selector
+		e.Leaves = leaves
+		m := 0.0
+		for _, r := range ap.ranks {
+			b, err := e.RankError(ap.selectOptions(r), ap.noises[0].beta/float64(len(ap.ranks)))
+			if err != nil {
+				return quantileRankBound(p)
+			}
+			m = math.Max(m, b)
+		}
+		return m
+	}
+	return quantileRankBound(p)
 }
 
 // autoJointRanks reports whether auto releases k ranks by the joint
@@ -57,16 +100,15 @@ func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *rec
 func autoJointRanks(k int) bool { return k >= 2 && k <= quantile.MaxJointRanks }
 
 // autoJoint returns the plan auto keeps once the exponential mechanism
-// (pe) has won against the tree's rank-error bound bt (NaN: the tree
-// cannot be planned). With two ranks or more it is c's plan with the
+// (pe, its rank-error bound be as compared) has won against the tree's
+// rank-error bound bt (NaN: the tree cannot be planned). With two ranks or more it is c's plan with the
 // joint exponential mechanism: its union-bound statement of the rank
 // error is looser than the per-rank one, but its measured rank errors are
 // smaller at every rank of issue 20's settings (internal/peers/README.md,
 // "The S2 p99 gap"). Else, or when the joint plan cannot be built, it is
 // pe (its choices and note as before the joint mechanism existed). The
 // plan's choices and note say which and why.
-func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec, pe *plan, bt float64) *plan {
-	be := quantileRankBound(pe)
+func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec, pe *plan, be, bt float64) *plan {
 	k := len(c.Windows.quantileRanks())
 	var pj *plan
 	var errJ error
@@ -79,22 +121,22 @@ func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec,
 	case math.IsNaN(bt) && pj == nil:
 		return pe
 	case pj == nil:
-		pe.choices = append(pe.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g, the %s's %.4g)",
+		pe.choices = append(pe.choices, fmt.Sprintf("quantiles: %s (auto: rank-error bound %.4g at the tree's resolution, the %s's %.4g)",
 			QuantileExponential, be, QuantileTree, bt))
-		pe.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g; %s: %.4g)",
+		pe.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (largest rank-error bound over the ranks %.4g at the tree's resolution; %s: %.4g)",
 			QuantileExponential, be, QuantileTree, bt)
 		if errJ != nil {
 			pe.note += fmt.Sprintf("; the joint mechanism cannot be planned: %v", errJ)
 		}
 		return pe
 	}
-	why := fmt.Sprintf("the exponential mechanism's rank-error bound %.4g is below the tree's %.4g", be, bt)
+	why := fmt.Sprintf("the exponential mechanism's rank-error bound %.4g at the tree's resolution is below the tree's %.4g", be, bt)
 	if math.IsNaN(bt) {
 		why = "the tree cannot be planned"
 	}
 	because := fmt.Sprintf("%s; its %d ranks are released jointly, one selection per group at the group's whole ε "+
 		"(stated rank-error bound %.4g for all ranks together, against the exponential mechanism's %.4g; the joint mechanism's measured rank errors are smaller at every rank of issue 20's settings)",
-		why, k, quantileRankBound(pj), be)
+		why, k, quantileRankBound(pj), quantileRankBound(pe))
 	pj.choices = append(pj.choices, fmt.Sprintf("quantiles: %s (auto: %s)", QuantileJoint, because))
 	pj.note += fmt.Sprintf("; quantile mechanism %s chosen by auto (%s)", QuantileJoint, because)
 	return pj

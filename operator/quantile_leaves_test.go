@@ -107,3 +107,41 @@ func TestQuantileAutoTreeCoarsens(t *testing.T) {
 		t.Error("the configured 16^4 tree read a 16^5 histogram without an error")
 	}
 }
+
+// TestQuantileAutoComparesAtTreeResolution: auto compares the selection's
+// stated rank-error bound with the tree's at the tree's 16^4 leaves, not
+// at the selection's own 2^20 (whose bound is larger by the logarithm of
+// the extra candidates, not by a wider error): at 40 ranks (V = 1, ε = 1,
+// δ = 1e-6) the exponential mechanism's bound is below the tree's at 16^4
+// leaves and above it at 2^20, and auto keeps the exponential mechanism,
+// as it did before the finer grid. Fails when auto compares the 2^20
+// bound (it picks the tree).
+func TestQuantileAutoComparesAtTreeResolution(t *testing.T) {
+	ranks := make([]float64, 40)
+	for i := range ranks {
+		ranks[i] = float64(i+1) / 41
+	}
+	c := quantileConfig(1, 1, 1e-6)
+	c.Windows.Quantiles = ranks
+	bound := func(mech string, depth int) float64 {
+		cc := c
+		cc.Windows.QuantileMechanism, cc.Windows.QuantileDepth = mech, depth
+		o, err := New(cc, WithKey(testKey()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return quantileRankBound(o.plan)
+	}
+	tree, fine, coarse := bound(QuantileTree, 0), bound(QuantileExponential, 0), bound(QuantileExponential, 4)
+	if !(coarse < tree && tree < fine) {
+		t.Fatalf("bounds: tree %.1f, exponential at 16^4 %.1f and at 2^20 %.1f: want the tree's between", tree, coarse, fine)
+	}
+	c.Windows.QuantileMechanism = QuantileAuto
+	o, err := New(c, WithKey(testKey()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := o.plan.aggs[0].noises[0].mech.Name(); got != "exponential" || histogramLeaves(&o.plan.aggs[0]) != 1<<20 {
+		t.Errorf("auto planned %s over %d leaves, want the exponential mechanism over 2^20 (choices %q)", got, histogramLeaves(&o.plan.aggs[0]), o.plan.choices)
+	}
+}
