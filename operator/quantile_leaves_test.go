@@ -53,12 +53,8 @@ func TestQuantileLeaves(t *testing.T) {
 // histogram leaves). Fails if the tree read the fine leaves as its own
 // (an error: leaf beyond the tree) or were calibrated at depth 5.
 func TestQuantileAutoTreeCoarsens(t *testing.T) {
-	ranks := make([]float64, 99)
-	for i := range ranks {
-		ranks[i] = float64(i+1) / 100
-	}
 	c := quantileConfig(5, 1, 1e-6)
-	c.Windows.Quantiles = ranks
+	c.Windows.Quantiles = evenRanks(99)
 	c.Windows.QuantileMechanism = QuantileAuto
 	auto, err := New(c, WithKey(testKey()))
 	if err != nil {
@@ -117,12 +113,8 @@ func TestQuantileAutoTreeCoarsens(t *testing.T) {
 // as it did before the finer grid. Fails when auto compares the 2^20
 // bound (it picks the tree).
 func TestQuantileAutoComparesAtTreeResolution(t *testing.T) {
-	ranks := make([]float64, 40)
-	for i := range ranks {
-		ranks[i] = float64(i+1) / 41
-	}
 	c := quantileConfig(1, 1, 1e-6)
-	c.Windows.Quantiles = ranks
+	c.Windows.Quantiles = evenRanks(40)
 	bound := func(mech string, depth int) float64 {
 		cc := c
 		cc.Windows.QuantileMechanism, cc.Windows.QuantileDepth = mech, depth
@@ -144,4 +136,13 @@ func TestQuantileAutoComparesAtTreeResolution(t *testing.T) {
 	if got := o.plan.aggs[0].noises[0].mech.Name(); got != "exponential" || histogramLeaves(&o.plan.aggs[0]) != 1<<20 {
 		t.Errorf("auto planned %s over %d leaves, want the exponential mechanism over 2^20 (choices %q)", got, histogramLeaves(&o.plan.aggs[0]), o.plan.choices)
 	}
+}
+
+// evenRanks returns the n ranks 1/(n+1), …, n/(n+1).
+func evenRanks(n int) []float64 {
+	r := make([]float64, n)
+	for i := range r {
+		r[i] = float64(i+1) / float64(n+1)
+	}
+	return r
 }

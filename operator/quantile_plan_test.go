@@ -134,10 +134,7 @@ func TestQuantileExponentialRelease(t *testing.T) {
 // on the code before the joint mechanism for the three ranks (auto chose
 // the exponential mechanism).
 func TestQuantileAuto(t *testing.T) {
-	percentiles := make([]float64, 99)
-	for i := range percentiles {
-		percentiles[i] = float64(i+1) / 100
-	}
+	percentiles := evenRanks(99)
 	for _, tc := range []struct {
 		ranks []float64
 		want  string
