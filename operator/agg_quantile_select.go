@@ -88,16 +88,31 @@ func (quantileSelectAgg) complete(ap *aggPlan, c Config, beta float64) error {
 		return err
 	}
 	ap.selector = quantile.Exponential{Leaves: leaves, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
-	ap.labels, ap.selError = nil, nil
+	ap.labels = nil
 	for _, r := range ap.ranks {
 		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))
-		e, err := ap.selector.RankError(ap.selectOptions(r), beta/float64(len(ap.ranks)))
-		if err != nil {
-			return fmt.Errorf("%w: quantiles: %w", ErrConfig, err)
-		}
-		ap.selError = append(ap.selError, e)
+	}
+	ap.selError, err = ap.selectErrors(ap.selector, beta)
+	if err != nil {
+		return fmt.Errorf("%w: quantiles: %w", ErrConfig, err)
 	}
 	return nil
+}
+
+// selectErrors returns the stated rank error of every rank of ap when e
+// selects it, each at level 1 − β/ranks so that the ranks' bounds hold
+// together (the plan's, and auto's comparison at the tree's resolution:
+// selectionBoundAt).
+func (ap *aggPlan) selectErrors(e quantile.Exponential, beta float64) ([]float64, error) {
+	out := make([]float64, 0, len(ap.ranks))
+	for _, r := range ap.ranks {
+		b, err := e.RankError(ap.selectOptions(r), beta/float64(len(ap.ranks)))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // completeSelection plans what the exponential and the joint mechanism
@@ -110,13 +125,12 @@ func completeSelection(ap *aggPlan, c Config) (int, error) {
 	if len(ap.noises) != 1 {
 		return 0, fmt.Errorf("operator: quantiles: %d parts, want 1", len(ap.noises))
 	}
-	b, d := c.Windows.quantileLeaves()
 	ap.selValues, ap.selReplace = int64(selectValues(c.Bounds.MaxValues, c.Bounds.MaxContributions)), c.Bounds.MaxUnits > 0
 	if c.Schema.UnitField == "" {
 		ap.selValues, ap.selReplace = 1, false
 	}
 	ap.ranks = slices.Clone(c.Windows.quantileRanks())
-	return windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves(), nil
+	return c.Windows.quantileHistogramLeaves(), nil
 }
 
 // leafCounts returns g's exact leaf histogram as the selections take it.

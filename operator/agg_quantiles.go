@@ -104,10 +104,7 @@ func (quantilesAgg) complete(ap *aggPlan, c Config, beta float64) error {
 	}
 	b, d := c.Windows.quantileTree()
 	ap.tree = quantile.Tree{Branching: b, Depth: d, Lower: c.Schema.Lower, Upper: c.Schema.Upper}
-	ap.leafDiv = 1
-	if _, dl := c.Windows.quantileLeaves(); dl > d {
-		ap.leafDiv = windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: dl - d}.TreeLeaves()
-	}
+	ap.leafDiv = max(1, c.Windows.quantileHistogramLeaves()/ap.tree.Leaves())
 	ap.ranks = slices.Clone(c.Windows.quantileRanks())
 	for _, r := range ap.ranks {
 		ap.labels = append(ap.labels, strconv.FormatFloat(r, 'g', -1, 64))

@@ -478,6 +478,13 @@ func (w WindowsConfig) quantileLeaves() (branching, depth int) {
 	return branching, depth
 }
 
+// quantileHistogramLeaves returns the number of leaves of the groups'
+// leaf histogram (quantileLeaves' branching^depth).
+func (w WindowsConfig) quantileHistogramLeaves() int {
+	b, d := w.quantileLeaves()
+	return windows.Config{Quantiles: true, TreeBranching: b, TreeDepth: d}.TreeLeaves()
+}
+
 // Default returns the default configuration. It is not valid by itself:
 // topics and the key must be set.
 func Default() Config {

@@ -9,6 +9,7 @@ package operator
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/dpstream/dpstream/privacy/quantile"
 	"github.com/dpstream/dpstream/schema"
@@ -40,7 +41,7 @@ func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *rec
 	case errT != nil:
 		return autoJoint(c, dec, wcfg, r, pe, quantileRankBound(pe), math.NaN()), nil
 	}
-	bt, be := quantileRankBound(pt), selectionBoundAt(pe, treeLeaves(pt))
+	bt, be := quantileRankBound(pt), selectionBoundAt(pe, pt)
 	if be < bt {
 		return autoJoint(c, dec, wcfg, r, pe, be, bt), nil
 	}
@@ -51,46 +52,28 @@ func autoQuantilePlan(c Config, dec *schema.Decoder, wcfg windows.Config, r *rec
 	return pt, nil
 }
 
-// treeLeaves returns the number of leaves of p's quantile tree (0 without
-// one).
-func treeLeaves(p *plan) int {
-	for i := range p.aggs {
-		if ap := &p.aggs[i]; ap.kind == schema.KindQuantiles && ap.selError == nil {
-			return ap.tree.Leaves()
-		}
-	}
-	return 0
-}
-
 // selectionBoundAt returns the largest stated rank error over the ranks
-// of the exponential mechanism's plan p with its candidates the edges of
-// leaves leaves instead of its own (quantileRankBound when leaves is 0 or
-// p has no selection). auto compares the selection with the tree at the
-// tree's resolution: the selections' finer default grid
+// of the exponential mechanism's plan pe with its candidates the edges of
+// the tree's leaves (pt's) instead of its own (quantileRankBound(pe)
+// when either has no such quantiles). auto compares the selection with
+// the tree at the tree's resolution: the selections' finer default grid
 // (quantileLeaves) does not widen their rank errors, which follow the
 // values between the edges, not how many edges lie there, but adds the
 // logarithm of the extra candidates to their stated bound (at 16⁵
 // against 16⁴ leaves about 1.16–1.24×), which would otherwise tip
 // configurations near the tie to the tree (38–45 ranks at V = 1, ε = 1).
-func selectionBoundAt(p *plan, leaves int) float64 {
-	for i := range p.aggs {
-		ap := &p.aggs[i]
-		if ap.kind != schema.KindQuantiles || ap.selError == nil || leaves <= 0 || len(ap.noises) != 1 {
-			continue
-		}
-		e := ap.selector
-		e.Leaves = leaves
-		m := 0.0
-		for _, r := range ap.ranks {
-			b, err := e.RankError(ap.selectOptions(r), ap.noises[0].beta/float64(len(ap.ranks)))
-			if err != nil {
-				return quantileRankBound(p)
-			}
-			m = math.Max(m, b)
-		}
-		return m
+func selectionBoundAt(pe, pt *plan) float64 {
+	ae, at := quantilePlanOf(pe), quantilePlanOf(pt)
+	if ae == nil || at == nil || ae.selError == nil || at.selError != nil || len(ae.noises) != 1 {
+		return quantileRankBound(pe)
 	}
-	return quantileRankBound(p)
+	e := ae.selector
+	e.Leaves = at.tree.Leaves()
+	errs, err := ae.selectErrors(e, ae.noises[0].beta)
+	if err != nil || len(errs) == 0 {
+		return quantileRankBound(pe)
+	}
+	return slices.Max(errs)
 }
 
 // autoJointRanks reports whether auto releases k ranks by the joint
@@ -149,22 +132,27 @@ func autoJoint(c Config, dec *schema.Decoder, wcfg windows.Config, r *recalSpec,
 // (quantile.Exponential.RankError, the same for every rank with
 // quantile.Joint.RankError). +Inf without quantiles.
 func quantileRankBound(p *plan) float64 {
-	for i := range p.aggs {
-		ap := &p.aggs[i]
-		if ap.kind != schema.KindQuantiles {
-			continue
-		}
-		m := 0.0
-		if ap.selError != nil {
-			for _, e := range ap.selError {
-				m = math.Max(m, e)
-			}
-			return m
-		}
-		for _, r := range ap.ranks {
-			m = math.Max(m, quantile.RankError(r, ap.rankH))
-		}
-		return m
+	ap := quantilePlanOf(p)
+	switch {
+	case ap == nil:
+		return math.Inf(1)
+	case len(ap.selError) > 0:
+		return slices.Max(ap.selError)
 	}
-	return math.Inf(1)
+	m := 0.0
+	for _, r := range ap.ranks {
+		m = math.Max(m, quantile.RankError(r, ap.rankH))
+	}
+	return m
+}
+
+// quantilePlanOf returns the plan of p's (first) quantiles aggregate, or
+// nil without one.
+func quantilePlanOf(p *plan) *aggPlan {
+	for i := range p.aggs {
+		if p.aggs[i].kind == schema.KindQuantiles {
+			return &p.aggs[i]
+		}
+	}
+	return nil
 }
