@@ -171,10 +171,7 @@ func TestExponentialPrivacyExactTotal(t *testing.T) {
 	rankSets := [][]float64{{0.5}, {0.1, 0.9}, {0.25, 0.5, 0.99}, {0.99}}
 	worst, worstReplace, tight := 0.0, 0.0, 0.0
 	for trial := range 48 {
-		g, v := 1+trial%3, 1+(trial/3)%3
-		tb := 1 + r.IntN(g*v+1)
-		vm := min(v, tb)
-		replace := trial%4 == 3
+		g, v, tb, vm, replace := totalTrial(r, trial)
 		ranks := rankSets[r.IntN(len(rankSets))]
 		o := SelectOptions{Scale: []float64{0.5, 1, 2}[r.IntN(3)], Values: int64(vm), Replace: replace}
 		us := multisets(e.Leaves, vm)
@@ -205,4 +202,15 @@ func TestExponentialPrivacyExactTotal(t *testing.T) {
 	if tight <= 1 {
 		t.Errorf("at a 10%% larger ε_sel no window exceeds the bound (largest %.4f of it): the test cannot tell a loose calibration", tight)
 	}
+}
+
+// totalTrial returns the window shape of trial in the total-bound
+// audits (TestExponentialPrivacyExactTotal, TestJointPrivacyExactTotal):
+// g groups of at most v values, a total bound tb drawn from r in [1,
+// g·v+1], Vm = min(v, tb), and whether units are replaced (every fourth
+// trial).
+func totalTrial(r *rand.Rand, trial int) (g, v, tb, vm int, replace bool) {
+	g, v = 1+trial%3, 1+(trial/3)%3
+	tb = 1 + r.IntN(g*v+1)
+	return g, v, tb, min(v, tb), trial%4 == 3
 }

@@ -125,10 +125,7 @@ func TestJointPrivacyExactTotal(t *testing.T) {
 	scales := []float64{0.125, 0.25, 0.5, 1, 2}
 	worst, worstReplace := 0.0, 0.0
 	for trial := range 48 {
-		g, v := 1+trial%3, 1+(trial/3)%3
-		tb := 1 + r.IntN(g*v+1)
-		vm := min(v, tb)
-		replace := trial%4 == 3
+		g, v, tb, vm, replace := totalTrial(r, trial)
 		ranks := rankSets[r.IntN(len(rankSets))]
 		o := JointOptions{Ranks: ranks, Scale: scales[r.IntN(len(scales))], Values: int64(vm), Replace: replace}
 		top := []int{4, 50}[r.IntN(2)]
